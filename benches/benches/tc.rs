@@ -1,0 +1,3 @@
+//! Criterion benchmarks of obsidian-tc, one module per area.
+
+fn main() {}

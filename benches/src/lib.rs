@@ -1,0 +1,1 @@
+//! tc-benches: shared fixtures for the criterion benchmarks.

@@ -1,0 +1,1 @@
+//! tc-conformance: drives tc-model and tc-gate with one action vocabulary and compares them.

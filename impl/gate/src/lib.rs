@@ -1,0 +1,1 @@
+//! tc-gate: the confirmation gate as an embeddable, SQLite-backed library.

@@ -1,0 +1,1 @@
+//! tc-server: the MCP server on rmcp (dispatch, confirmation round trips, transports).

@@ -1,0 +1,1 @@
+//! tc-model: the pure state machine of the confirmation gate and its stateright model.

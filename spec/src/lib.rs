@@ -1,0 +1,1 @@
+//! tc-spec: the clause IDs of obsidian-tc's written specification (`spec/*.md`).
