@@ -87,11 +87,6 @@ const DEFAULT_TODO: &[(&str, u32, &str)] = &[
         "the server's dispatch decides when a token is read",
     ),
     ("governor.", 3, "the governor is tc-gate's"),
-    (
-        "governor.after-handler",
-        5,
-        "the stage order is the server's",
-    ),
     ("governor.shared", 5, "the server applies it to every tool"),
     ("metrics.", 5, "the HTTP server's /metrics"),
     ("paging.", 4, "read_notes and list_notes are tc-vault's"),
