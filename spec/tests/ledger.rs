@@ -23,8 +23,9 @@ use tc_spec::parse::{
 
 /// Source files whose comments may cite clauses.
 const SCANNED_EXTENSIONS: &[&str] = &["rs", "ts", "mjs", "js", "py"];
-/// Folders that hold build output, dependencies or fuzzer output, never our sources.
-const SKIPPED_DIR_NAMES: &[&str] = &["target", ".git", "node_modules"];
+/// Folders that hold build output, dependencies or fuzzer output, never our sources. Hidden
+/// folders (`.git`, `.venv`, …) are skipped too.
+const SKIPPED_DIR_NAMES: &[&str] = &["target", "node_modules", "venv", "__pycache__"];
 const SKIPPED_DIR_PATHS: &[&str] = &["fuzz/corpus", "fuzz/artifacts", "fuzz/coverage"];
 
 /// Where an uncited clause is expected to be covered when `TC_SPEC_WRITE_TODO=1` meets it for
@@ -368,7 +369,8 @@ fn collect_sources(root: &Path, dir: &Path, out: &mut Vec<(String, String)>) {
             .join("/");
         let name = entry.file_name().to_string_lossy().into_owned();
         if file_type.is_dir() {
-            if SKIPPED_DIR_NAMES.contains(&name.as_str())
+            if name.starts_with('.')
+                || SKIPPED_DIR_NAMES.contains(&name.as_str())
                 || SKIPPED_DIR_PATHS.contains(&relative.as_str())
             {
                 continue;
