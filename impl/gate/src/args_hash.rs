@@ -46,6 +46,14 @@ pub fn canonical_json(value: &Value) -> String {
     out
 }
 
+/// The canonical JSON text of `value` with one key left out of the outermost object only
+/// (as `args_hash` leaves out `elicit_token`, and the read_notes cursor digest `cursor`).
+pub fn canonical_json_without_top_level_key(value: &Value, key: &str) -> String {
+    let mut out = String::new();
+    write_canonical(value, Some(key), &mut out);
+    out
+}
+
 /// `args_hash` of a call of `tool` with arguments `args` (top-level `elicit_token` ignored).
 // r[impl gate.hash.args-hash]
 pub fn args_hash(tool: &str, args: &Value) -> ArgsHash {
