@@ -8,6 +8,25 @@
 pub mod args_hash;
 pub mod clock;
 pub mod cursor;
+pub mod events;
+pub mod gate;
 pub mod governor;
 pub mod keys;
 pub mod request_state;
+pub mod state_fp;
+pub mod store;
+pub mod verifier;
+
+pub use events::{CountersSnapshot, Event, EventName, RefusalReason, caller_hash};
+pub use gate::{
+    AdmitError, BindingMismatch, BoundCall, CallBinding, ElicitToken, Gate, GateConfig, HandlerRun,
+    InHandlerNoEffect, InvalidTtl, IssuedToken, MintError, NoEffect, NonTokenRoute, RaisedRequest,
+    RedeemError, Redemption, ReleaseOutcome, ReleaseReason, ReleaseTicket, ReplayDrift,
+    RequestStateMode, SpentReason,
+};
+pub use state_fp::{
+    ConfirmationTargets, InvalidStateFp, RegistryError, StateFp, fingerprint_custom,
+    fingerprint_targets, validate_gated_tool,
+};
+pub use store::{LATEST_SCHEMA_VERSION, Store, StoreError, SweepReport};
+pub use verifier::{BuiltinVerifier, Verifier};

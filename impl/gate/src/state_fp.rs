@@ -1,0 +1,153 @@
+//! What a confirmation is about: the state fingerprint (clauses drift.targets-declared,
+//! drift.startup-refusal, gate.token.state-bound; seed "Stale confirmations are refused").
+//!
+//! Every gated tool declares its confirmation targets: the paths of its folder-ACL
+//! declaration (`PathAcl`), a custom fingerprint function (`Custom`), or nothing (`None`,
+//! for tools whose effects the server cannot observe). The fingerprint recorded when a
+//! request is raised is compared with the one recomputed at redemption; any difference is
+//! drift.
+
+use std::fmt;
+
+use sha2::{Digest, Sha256};
+
+/// Hex digits kept from the SHA-256 of a fingerprint (128 bits, like args_hash).
+const FP_HEX_LEN: usize = 32;
+
+/// Domain tags so a path-target fingerprint can never equal a custom one by construction.
+const TAG_PATHS: &[u8] = b"tc-gate/state-fp/paths/v1";
+const TAG_CUSTOM: &[u8] = b"tc-gate/state-fp/custom/v1";
+
+/// The fingerprint of a confirmation's targets: 32 lowercase hex digits, or the empty
+/// string for tools that declare `confirmationTargets: "none"`.
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct StateFp(String);
+
+impl StateFp {
+    /// The fingerprint of a tool that binds on nothing but its arguments.
+    pub fn none() -> Self {
+        StateFp(String::new())
+    }
+
+    /// Whether this is the empty fingerprint of a `"none"` tool.
+    pub fn is_none(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Parses a fingerprint as carried in `elicit_required` details or `--state-fp`.
+    pub fn parse(text: &str) -> Result<Self, InvalidStateFp> {
+        let well_formed = text.is_empty()
+            || (text.len() == FP_HEX_LEN
+                && text
+                    .bytes()
+                    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)));
+        if well_formed {
+            Ok(StateFp(text.to_owned()))
+        } else {
+            Err(InvalidStateFp)
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    fn from_digest(hasher: Sha256) -> Self {
+        let mut hex = hex::encode(hasher.finalize());
+        hex.truncate(FP_HEX_LEN);
+        StateFp(hex)
+    }
+}
+
+impl fmt::Debug for StateFp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "StateFp({:?})", self.0)
+    }
+}
+
+impl fmt::Display for StateFp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// A fingerprint that is neither empty nor 32 lowercase hex digits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("a state fingerprint is empty or 32 lowercase hex digits")]
+pub struct InvalidStateFp;
+
+fn absorb_len_prefixed(hasher: &mut Sha256, bytes: &[u8]) {
+    hasher.update((bytes.len() as u64).to_be_bytes());
+    hasher.update(bytes);
+}
+
+/// Fingerprints path targets: each `(path, content hash)`, with `None` for a file that does
+/// not exist (a missing file is a state too, so a note appearing is drift). Order-independent
+/// and length-prefixed, so no two different target sets share an encoding.
+pub fn fingerprint_targets(targets: &[(String, Option<String>)]) -> StateFp {
+    let mut sorted: Vec<&(String, Option<String>)> = targets.iter().collect();
+    sorted.sort();
+    sorted.dedup();
+    let mut hasher = Sha256::new();
+    absorb_len_prefixed(&mut hasher, TAG_PATHS);
+    hasher.update((sorted.len() as u64).to_be_bytes());
+    for (path, content_hash) in sorted {
+        absorb_len_prefixed(&mut hasher, path.as_bytes());
+        match content_hash {
+            None => hasher.update([0u8]),
+            Some(hash) => {
+                hasher.update([1u8]);
+                absorb_len_prefixed(&mut hasher, hash.as_bytes());
+            }
+        }
+    }
+    StateFp::from_digest(hasher)
+}
+
+/// Fingerprints the parts a custom `confirmationTargets` function gathered (for example
+/// HEAD and the staged index for git_commit). The order of `parts` is significant: the
+/// function decides it.
+pub fn fingerprint_custom(parts: &[&[u8]]) -> StateFp {
+    let mut hasher = Sha256::new();
+    absorb_len_prefixed(&mut hasher, TAG_CUSTOM);
+    hasher.update((parts.len() as u64).to_be_bytes());
+    for part in parts {
+        absorb_len_prefixed(&mut hasher, part);
+    }
+    StateFp::from_digest(hasher)
+}
+
+/// What a gated tool declares its confirmation to be about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ConfirmationTargets {
+    /// The target paths the tool declares for the folder ACL, with their content.
+    PathAcl,
+    /// A fingerprint function of the tool's own (see [`fingerprint_custom`]).
+    Custom,
+    /// Nothing the server can observe: binds on args_hash alone (empty fingerprint).
+    None,
+}
+
+/// A gated tool registered without a declaration of what its confirmation is about.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RegistryError {
+    #[error(
+        "gated tool `{tool}` declares neither pathAcl targets nor confirmationTargets; \
+         declare what its confirmation is about (use \"none\" only for effects the server cannot observe)"
+    )]
+    MissingConfirmationTargets { tool: String },
+}
+
+/// The start-up check every HITL-gated tool passes through: a gated tool must say what its
+/// confirmation is bound to, so none can silently bind on its arguments alone.
+pub fn validate_gated_tool(
+    name: &str,
+    targets: Option<&ConfirmationTargets>,
+) -> Result<(), RegistryError> {
+    match targets {
+        Some(_) => Ok(()),
+        None => Err(RegistryError::MissingConfirmationTargets {
+            tool: name.to_owned(),
+        }),
+    }
+}
