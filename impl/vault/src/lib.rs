@@ -1,1 +1,24 @@
-//! tc-vault: the Obsidian vault, its folder ACL and conventions, and the note tools.
+//! tc-vault: the Obsidian vault under the gated tools (issue 4; CONTRACT.md §2, §3, §5).
+//!
+//! The layers, bottom up:
+//! - [`path`]: caller strings judged into [`VaultPath`]s, resolved against the root without
+//!   leaving it;
+//! - [`vault`]: reading, hashing, atomic writing, moving, copying, deleting notes, and the
+//!   delete snapshots `restore_note` restores from;
+//! - [`note`], [`links`], [`tasks`]: what is inside a note (frontmatter, wikilinks and
+//!   embeds, Tasks-plugin task lines);
+//! - [`acl`] and [`conventions`]: the folder ACL and the block rules of the write gate;
+//! - [`walk`]: the sorted, resumable folder walk and the byte-budgeted page builder behind
+//!   `read_notes` and `list_notes`.
+//!
+//! The tool registry and its gate declarations sit on top of these once tc-gate's API is
+//! settled; every type here is plain data so that layer can fingerprint and judge it.
+
+pub mod acl;
+pub mod conventions;
+pub mod error;
+pub mod note;
+pub mod path;
+
+pub use error::{VaultError, VaultResult};
+pub use path::{FolderPath, VaultPath, VaultRoot};
