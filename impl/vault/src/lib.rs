@@ -19,6 +19,11 @@ pub mod conventions;
 pub mod error;
 pub mod note;
 pub mod path;
+pub mod vault;
 
 pub use error::{VaultError, VaultResult};
 pub use path::{FolderPath, VaultPath, VaultRoot};
+pub use vault::{
+    NoteContent, NoteStat, Precondition, SnapshotId, SnapshotInfo, Vault, VaultConfig,
+    WriteOutcome, content_hash,
+};

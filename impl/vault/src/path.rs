@@ -290,7 +290,12 @@ impl VaultRoot {
                 self.check_inside(path, &canonical)?;
                 Ok(canonical)
             }
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
+                ) =>
+            {
                 self.resolve_ancestors(path, &full)?;
                 Ok(full)
             }
@@ -317,7 +322,13 @@ impl VaultRoot {
         loop {
             match std::fs::symlink_metadata(existing) {
                 Ok(_) => break,
-                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                // A file where a folder should be: nothing exists below it either.
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
+                    ) =>
+                {
                     let (Some(name), Some(up)) = (existing.file_name(), existing.parent()) else {
                         return Err(VaultError::invalid(path.as_str(), "the vault root is gone"));
                     };

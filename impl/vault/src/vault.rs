@@ -1,0 +1,1125 @@
+//! One vault on disk: reading, hashing, atomic writes, moves, copies, deletes, and the
+//! delete snapshots `restore_note` restores from (issue 4 item 1; CONTRACT.md §3, §4).
+//!
+//! - Content hash: the first 32 hex digits (128 bits) of SHA-256 over the note's bytes, the
+//!   same truncation DESIGN.md §5 uses for `args_hash`. It is what `read_notes` reports as
+//!   `content_hash` and what `write_note`'s `prev_hash` is compared with.
+//! - Writes are atomic: a temp file (hidden, so Obsidian ignores it) in the target's folder,
+//!   written, fsynced, renamed over the target, then the folder fsynced. A reader sees the
+//!   old note or the new one, never a torn one, and a crash leaves one or the other.
+//!   Create-only writes rename with no-clobber semantics (`renameat2(RENAME_NOREPLACE)` or
+//!   link+unlink), so two racing creators cannot both win.
+//! - Preconditions (`prev_hash`, create-only) are checked and the write done under one
+//!   per-vault lock, so calls in this process cannot interleave between check and rename.
+//! - Snapshots live in a folder outside the vault (`<cacheDir>/snapshots/<vault-id>/`):
+//!   deleting first renames the note aside inside its own folder, snapshots exactly the
+//!   bytes it moved, and only then removes it; a failed snapshot puts the note back.
+
+use std::fs::{self, File};
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use tc_gate::clock::{Clock, Entropy};
+
+use crate::acl::AclConfig;
+use crate::conventions::ConventionConfig;
+use crate::error::{VaultError, VaultResult};
+use crate::path::{VaultPath, VaultRoot};
+
+/// `[[vaults]]` as written in the config file (CONTRACT.md §2).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct VaultConfig {
+    pub id: String,
+    pub root: PathBuf,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub acl: Option<AclConfig>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conventions: Vec<ConventionConfig>,
+}
+
+/// The content hash of a note: first 32 hex digits of SHA-256 over its bytes.
+pub fn content_hash(bytes: &[u8]) -> String {
+    let digest = Sha256::digest(bytes);
+    let mut hex = hex::encode(digest);
+    hex.truncate(32);
+    hex
+}
+
+/// A note's bytes and their hash.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NoteContent {
+    pub bytes: Vec<u8>,
+    pub hash: String,
+}
+
+impl NoteContent {
+    fn new(bytes: Vec<u8>) -> Self {
+        let hash = content_hash(&bytes);
+        NoteContent { bytes, hash }
+    }
+
+    /// The content as text; invalid UTF-8 sequences become U+FFFD (the hash still covers
+    /// the original bytes).
+    pub fn text(&self) -> std::borrow::Cow<'_, str> {
+        String::from_utf8_lossy(&self.bytes)
+    }
+}
+
+/// What `stat` tells without reading the note.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NoteStat {
+    pub size: u64,
+}
+
+/// What must hold of the target for a write to proceed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Precondition {
+    /// Write whatever is there.
+    None,
+    /// Create only: refuse with `note_exists` if a note is there.
+    MustNotExist,
+    /// Refuse with `note_not_found` if no note is there.
+    MustExist,
+    /// The note must be there with this content hash (`prev_hash`), else
+    /// `concurrent_modification`.
+    HashIs(String),
+}
+
+/// The result of a write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WriteOutcome {
+    /// The hash of the bytes now at the path.
+    pub hash: String,
+    /// Whether no note was there before.
+    pub created: bool,
+}
+
+/// A snapshot id: `<created ms, 13+ digits>-<16 hex>`; sorts by creation time.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct SnapshotId(String);
+
+impl SnapshotId {
+    /// Judges a caller's `snapshot_id`; anything else could name a path in the snapshot dir.
+    pub fn parse(raw: &str) -> VaultResult<Self> {
+        let valid = raw.split_once('-').is_some_and(|(ms, nonce)| {
+            ms.len() >= 13
+                && ms.len() <= 20
+                && ms.bytes().all(|b| b.is_ascii_digit())
+                && nonce.len() == 16
+                && nonce
+                    .bytes()
+                    .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+        });
+        if valid {
+            Ok(SnapshotId(raw.to_owned()))
+        } else {
+            Err(VaultError::SnapshotNotFound {
+                path: String::new(),
+                id: Some(raw.to_owned()),
+            })
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl TryFrom<String> for SnapshotId {
+    type Error = String;
+    fn try_from(raw: String) -> Result<Self, String> {
+        SnapshotId::parse(&raw).map_err(|e| e.to_string())
+    }
+}
+
+impl From<SnapshotId> for String {
+    fn from(id: SnapshotId) -> String {
+        id.0
+    }
+}
+
+/// One stored snapshot of a deleted note.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SnapshotInfo {
+    pub id: SnapshotId,
+    #[serde(with = "path_as_string")]
+    pub path: VaultPath,
+    pub created_ms: i64,
+    pub size: u64,
+    pub content_hash: String,
+}
+
+mod path_as_string {
+    use crate::path::VaultPath;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(path: &VaultPath, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(path.as_str())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<VaultPath, D::Error> {
+        let raw = String::deserialize(d)?;
+        VaultPath::parse(&raw).map_err(serde::de::Error::custom)
+    }
+}
+
+const SNAPSHOT_META: &str = "meta.json";
+const SNAPSHOT_CONTENT: &str = "content";
+
+/// One vault: its id, its root, and where its delete snapshots go.
+#[derive(Debug)]
+pub struct Vault {
+    id: String,
+    root: VaultRoot,
+    snapshot_dir: PathBuf,
+    clock: Arc<dyn Clock>,
+    entropy: Arc<dyn Entropy>,
+    write_lock: Mutex<()>,
+}
+
+impl Vault {
+    /// Opens the vault at `root`. `snapshot_dir` (e.g. `<cacheDir>/snapshots/<vault-id>/`)
+    /// is created on first use and must lie outside the vault: a snapshot inside it would be
+    /// a note again, and reachable by the tools it is meant to protect against.
+    pub fn open(
+        id: impl Into<String>,
+        root: &Path,
+        snapshot_dir: impl Into<PathBuf>,
+        clock: Arc<dyn Clock>,
+        entropy: Arc<dyn Entropy>,
+    ) -> VaultResult<Self> {
+        let root = VaultRoot::new(root)?;
+        let snapshot_dir = snapshot_dir.into();
+        let probe = canonical_prefix(&snapshot_dir)
+            .map_err(|e| VaultError::io(snapshot_dir.display().to_string(), "inspect", e))?;
+        if probe.starts_with(root.path()) {
+            return Err(VaultError::io(
+                snapshot_dir.display().to_string(),
+                "open snapshot folder",
+                io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "the snapshot folder must lie outside the vault",
+                ),
+            ));
+        }
+        Ok(Vault {
+            id: id.into(),
+            root,
+            snapshot_dir,
+            clock,
+            entropy,
+            write_lock: Mutex::new(()),
+        })
+    }
+
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    pub fn root(&self) -> &VaultRoot {
+        &self.root
+    }
+
+    pub fn snapshot_dir(&self) -> &Path {
+        &self.snapshot_dir
+    }
+
+    fn lock(&self) -> MutexGuard<'_, ()> {
+        self.write_lock
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The note's size, without reading it.
+    pub fn stat(&self, path: &VaultPath) -> VaultResult<NoteStat> {
+        let location = self.root.resolve_for_read(path)?;
+        let meta = note_metadata(path, &location)?;
+        Ok(NoteStat { size: meta.len() })
+    }
+
+    /// Whether a note (a file) is at `path`.
+    pub fn exists(&self, path: &VaultPath) -> VaultResult<bool> {
+        match self.stat(path) {
+            Ok(_) => Ok(true),
+            Err(VaultError::NoteNotFound { .. }) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Reads a note whole.
+    pub fn read(&self, path: &VaultPath) -> VaultResult<NoteContent> {
+        self.read_limited(path, u64::MAX)
+    }
+
+    /// Reads a note, refusing with `too_large` (without reading it) when it is over `limit`
+    /// bytes. The size is re-checked while reading, in case the note grew meanwhile.
+    pub fn read_limited(&self, path: &VaultPath, limit: u64) -> VaultResult<NoteContent> {
+        let location = self.root.resolve_for_read(path)?;
+        let meta = note_metadata(path, &location)?;
+        let too_large = |size| VaultError::TooLarge {
+            path: path.as_str().to_owned(),
+            size,
+            limit,
+        };
+        if meta.len() > limit {
+            return Err(too_large(meta.len()));
+        }
+        let file = File::open(&location).map_err(|e| not_found_or_io(path, "read", e))?;
+        let capacity = usize::try_from(meta.len()).unwrap_or(0);
+        let mut bytes = Vec::with_capacity(capacity);
+        file.take(limit.saturating_add(1))
+            .read_to_end(&mut bytes)
+            .map_err(|e| VaultError::io(path.as_str(), "read", e))?;
+        if bytes.len() as u64 > limit {
+            return Err(too_large(bytes.len() as u64));
+        }
+        Ok(NoteContent::new(bytes))
+    }
+
+    /// Reads a note, or `None` when none is there (a missing note is a state too, for the
+    /// confirmation fingerprints of path tools).
+    pub fn read_if_exists(&self, path: &VaultPath) -> VaultResult<Option<NoteContent>> {
+        match self.read(path) {
+            Ok(content) => Ok(Some(content)),
+            Err(VaultError::NoteNotFound { .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Writes `bytes` at `path` atomically, creating folders as needed, once `precondition`
+    /// holds.
+    pub fn write(
+        &self,
+        path: &VaultPath,
+        bytes: &[u8],
+        precondition: &Precondition,
+    ) -> VaultResult<WriteOutcome> {
+        let target = self.root.resolve_for_write(path)?;
+        let _guard = self.lock();
+        // Hash the current note only when the precondition compares hashes.
+        let hash_it = matches!(precondition, Precondition::HashIs(_));
+        let current = current_state(path, &target, hash_it)?;
+        check_precondition(path, precondition, current.as_deref())?;
+        let no_clobber = matches!(precondition, Precondition::MustNotExist);
+        write_atomic(path, &target, bytes, no_clobber)?;
+        Ok(WriteOutcome {
+            hash: content_hash(bytes),
+            created: current.is_none(),
+        })
+    }
+
+    /// Deletes a note for good (no snapshot).
+    pub fn delete(&self, path: &VaultPath) -> VaultResult<()> {
+        let target = self.root.resolve_for_write(path)?;
+        let _guard = self.lock();
+        note_metadata_nofollow(path, &target)?;
+        fs::remove_file(&target).map_err(|e| not_found_or_io(path, "delete", e))?;
+        sync_parent(path, &target)
+    }
+
+    /// Moves a note, creating the destination's folders. Without `overwrite` an existing
+    /// note at `to` refuses with `note_exists` (atomically: no window where both exist and
+    /// a racing writer's note is replaced). Folders are not moved by this call.
+    pub fn rename(&self, from: &VaultPath, to: &VaultPath, overwrite: bool) -> VaultResult<()> {
+        let source = self.root.resolve_for_write(from)?;
+        let target = self.root.resolve_for_write(to)?;
+        let _guard = self.lock();
+        note_metadata_nofollow(from, &source)?;
+        if target_is_dir(&target) {
+            return Err(VaultError::NoteExists {
+                path: to.as_str().to_owned(),
+            });
+        }
+        create_parent(to, &target)?;
+        if overwrite {
+            fs::rename(&source, &target).map_err(|e| not_found_or_io(from, "move", e))?;
+        } else {
+            rename_no_clobber(from, to, &source, &target)?;
+        }
+        sync_parent(to, &target)?;
+        sync_parent(from, &source)
+    }
+
+    /// Copies a note; the copy is written atomically like any write.
+    pub fn copy(
+        &self,
+        from: &VaultPath,
+        to: &VaultPath,
+        overwrite: bool,
+    ) -> VaultResult<WriteOutcome> {
+        let content = self.read(from)?;
+        let precondition = if overwrite {
+            Precondition::None
+        } else {
+            Precondition::MustNotExist
+        };
+        self.write(to, &content.bytes, &precondition)
+    }
+
+    /// Snapshots the note outside the vault, then deletes it (`delete_note` without
+    /// `permanent`).
+    pub fn snapshot_and_delete(&self, path: &VaultPath) -> VaultResult<SnapshotInfo> {
+        let target = self.root.resolve_for_write(path)?;
+        let _guard = self.lock();
+        note_metadata_nofollow(path, &target)?;
+        // Move the note aside first, so the snapshot holds exactly the bytes removed even if
+        // an editor writes the note meanwhile (it would create a new note, not change ours).
+        let aside = target.with_file_name(format!(".tc-delete-{}.tmp", self.nonce_hex()));
+        fs::rename(&target, &aside).map_err(|e| not_found_or_io(path, "delete", e))?;
+        let snapshot = fs::read(&aside)
+            .map_err(|e| VaultError::io(path.as_str(), "read for snapshot", e))
+            .and_then(|bytes| self.store_snapshot(path, &bytes));
+        match snapshot {
+            Ok(info) => {
+                fs::remove_file(&aside).map_err(|e| VaultError::io(path.as_str(), "delete", e))?;
+                sync_parent(path, &target)?;
+                Ok(info)
+            }
+            Err(e) => {
+                // Put the note back; a note created at the path meanwhile is not replaced.
+                let _ = fs::hard_link(&aside, &target).and_then(|()| fs::remove_file(&aside));
+                Err(e)
+            }
+        }
+    }
+
+    /// Restores a snapshot of `path` (the latest when `id` is `None`) with a create-only
+    /// write: refuses with `note_exists` if a note is at the path now. The snapshot is kept.
+    pub fn restore(&self, path: &VaultPath, id: Option<&SnapshotId>) -> VaultResult<SnapshotInfo> {
+        let info = self.find_snapshot(path, id)?;
+        let dir = self.snapshot_dir.join(info.id.as_str());
+        let bytes = fs::read(dir.join(SNAPSHOT_CONTENT))
+            .map_err(|e| VaultError::io(path.as_str(), "read snapshot", e))?;
+        if content_hash(&bytes) != info.content_hash {
+            return Err(VaultError::io(
+                path.as_str(),
+                "read snapshot",
+                io::Error::new(io::ErrorKind::InvalidData, "the snapshot is damaged"),
+            ));
+        }
+        self.write(path, &bytes, &Precondition::MustNotExist)?;
+        Ok(info)
+    }
+
+    /// The snapshot `restore` would use, without restoring it (for the confirmation
+    /// fingerprint of `restore_note`).
+    pub fn find_snapshot(
+        &self,
+        path: &VaultPath,
+        id: Option<&SnapshotId>,
+    ) -> VaultResult<SnapshotInfo> {
+        let not_found = || VaultError::SnapshotNotFound {
+            path: path.as_str().to_owned(),
+            id: id.map(|i| i.as_str().to_owned()),
+        };
+        match id {
+            Some(id) => {
+                let info = self.load_snapshot(id).map_err(|_| not_found())?;
+                if &info.path == path {
+                    Ok(info)
+                } else {
+                    Err(not_found())
+                }
+            }
+            None => self.snapshots(Some(path))?.pop().ok_or_else(not_found),
+        }
+    }
+
+    /// Every stored snapshot (of `path` only, when given), oldest first.
+    pub fn snapshots(&self, path: Option<&VaultPath>) -> VaultResult<Vec<SnapshotInfo>> {
+        let entries = match fs::read_dir(&self.snapshot_dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => {
+                return Err(VaultError::io(
+                    self.snapshot_dir.display().to_string(),
+                    "list snapshots",
+                    e,
+                ));
+            }
+        };
+        let mut found = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(|e| {
+                VaultError::io(self.snapshot_dir.display().to_string(), "list snapshots", e)
+            })?;
+            // Half-written snapshots (`.partial`) and foreign files are not snapshots.
+            let Some(id) = entry
+                .file_name()
+                .to_str()
+                .and_then(|name| SnapshotId::parse(name).ok())
+            else {
+                continue;
+            };
+            if let Ok(info) = self.load_snapshot(&id)
+                && path.is_none_or(|p| &info.path == p)
+            {
+                found.push(info);
+            }
+        }
+        found.sort_by(|a, b| (a.created_ms, &a.id).cmp(&(b.created_ms, &b.id)));
+        Ok(found)
+    }
+
+    fn load_snapshot(&self, id: &SnapshotId) -> io::Result<SnapshotInfo> {
+        let meta = fs::read(self.snapshot_dir.join(id.as_str()).join(SNAPSHOT_META))?;
+        let info: SnapshotInfo = serde_json::from_slice(&meta)
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+        if &info.id != id {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "snapshot id mismatch",
+            ));
+        }
+        Ok(info)
+    }
+
+    fn store_snapshot(&self, path: &VaultPath, bytes: &[u8]) -> VaultResult<SnapshotInfo> {
+        let created_ms = self.clock.now_ms();
+        let id = SnapshotId(format!("{:013}-{}", created_ms.max(0), self.nonce_hex()));
+        let info = SnapshotInfo {
+            id: id.clone(),
+            path: path.clone(),
+            created_ms,
+            size: bytes.len() as u64,
+            content_hash: content_hash(bytes),
+        };
+        let io_err = |e| VaultError::io(path.as_str(), "write snapshot", e);
+        fs::create_dir_all(&self.snapshot_dir).map_err(io_err)?;
+        // Write into a `.partial` folder and rename it into place, so a listed snapshot is
+        // always complete.
+        let partial = self.snapshot_dir.join(format!("{}.partial", id.as_str()));
+        fs::create_dir(&partial).map_err(io_err)?;
+        let meta = serde_json::to_vec(&info).map_err(|e| io_err(io::Error::other(e)))?;
+        let result = write_synced(&partial.join(SNAPSHOT_CONTENT), bytes)
+            .and_then(|()| write_synced(&partial.join(SNAPSHOT_META), &meta))
+            .and_then(|()| sync_dir(&partial))
+            .and_then(|()| fs::rename(&partial, self.snapshot_dir.join(id.as_str())))
+            .and_then(|()| sync_dir(&self.snapshot_dir));
+        if let Err(e) = result {
+            let _ = fs::remove_dir_all(&partial);
+            return Err(io_err(e));
+        }
+        Ok(info)
+    }
+
+    fn nonce_hex(&self) -> String {
+        let mut nonce = [0u8; 8];
+        self.entropy.fill(&mut nonce);
+        hex::encode(nonce)
+    }
+}
+
+/// The metadata of the note at `location`, which must be a file.
+fn note_metadata(path: &VaultPath, location: &Path) -> VaultResult<fs::Metadata> {
+    let meta = fs::metadata(location).map_err(|e| not_found_or_io(path, "inspect", e))?;
+    if meta.is_file() {
+        Ok(meta)
+    } else {
+        Err(VaultError::NoteNotFound {
+            path: path.as_str().to_owned(),
+        })
+    }
+}
+
+/// Like [`note_metadata`] but for the final component itself (a link is an entry to move or
+/// delete, not something to follow out).
+fn note_metadata_nofollow(path: &VaultPath, location: &Path) -> VaultResult<fs::Metadata> {
+    let meta = fs::symlink_metadata(location).map_err(|e| not_found_or_io(path, "inspect", e))?;
+    if meta.is_file() || meta.file_type().is_symlink() {
+        Ok(meta)
+    } else {
+        Err(VaultError::NoteNotFound {
+            path: path.as_str().to_owned(),
+        })
+    }
+}
+
+fn target_is_dir(target: &Path) -> bool {
+    fs::symlink_metadata(target).is_ok_and(|m| m.is_dir())
+}
+
+/// What is at the write target now: `None` when nothing is, else its hash (when `hash_it`)
+/// or a marker. The final component is not followed: a link there is replaced, so its
+/// target's content is no precondition (and reading through it could leave the vault).
+fn current_state(path: &VaultPath, target: &Path, hash_it: bool) -> VaultResult<Option<String>> {
+    match fs::symlink_metadata(target) {
+        Ok(meta) if meta.is_dir() => Err(VaultError::invalid(
+            path.as_str(),
+            "the path names a folder, not a note",
+        )),
+        Ok(meta) if meta.file_type().is_symlink() => Ok(Some(String::from("link"))),
+        Ok(_) if !hash_it => Ok(Some(String::from("present"))),
+        Ok(_) => fs::read(target)
+            .map(|bytes| Some(content_hash(&bytes)))
+            .map_err(|e| VaultError::io(path.as_str(), "read", e)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) if e.kind() == io::ErrorKind::NotADirectory => Err(VaultError::invalid(
+            path.as_str(),
+            "a folder on the path is a file",
+        )),
+        Err(e) => Err(VaultError::io(path.as_str(), "inspect", e)),
+    }
+}
+
+fn check_precondition(
+    path: &VaultPath,
+    precondition: &Precondition,
+    current: Option<&str>,
+) -> VaultResult<()> {
+    let shown = || path.as_str().to_owned();
+    match (precondition, current) {
+        (Precondition::None, _) => Ok(()),
+        (Precondition::MustNotExist, Some(_)) => Err(VaultError::NoteExists { path: shown() }),
+        (Precondition::MustNotExist, None) => Ok(()),
+        (Precondition::MustExist, None) => Err(VaultError::NoteNotFound { path: shown() }),
+        (Precondition::MustExist, Some(_)) => Ok(()),
+        (Precondition::HashIs(expected), current) if current != Some(expected.as_str()) => {
+            Err(VaultError::ConcurrentModification {
+                path: shown(),
+                expected: expected.clone(),
+                actual: current.unwrap_or("absent").to_owned(),
+            })
+        }
+        (Precondition::HashIs(_), _) => Ok(()),
+    }
+}
+
+fn not_found_or_io(path: &VaultPath, op: &'static str, e: io::Error) -> VaultError {
+    if matches!(
+        e.kind(),
+        io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
+    ) {
+        VaultError::NoteNotFound {
+            path: path.as_str().to_owned(),
+        }
+    } else {
+        VaultError::io(path.as_str(), op, e)
+    }
+}
+
+fn create_parent(path: &VaultPath, target: &Path) -> VaultResult<()> {
+    match target.parent() {
+        Some(dir) => fs::create_dir_all(dir).map_err(|e| match e.kind() {
+            io::ErrorKind::NotADirectory | io::ErrorKind::AlreadyExists => {
+                VaultError::invalid(path.as_str(), "a folder on the path is a file")
+            }
+            _ => VaultError::io(path.as_str(), "create folder", e),
+        }),
+        None => Ok(()),
+    }
+}
+
+/// temp file in the target's folder → write → fsync → rename → fsync the folder.
+fn write_atomic(
+    path: &VaultPath,
+    target: &Path,
+    bytes: &[u8],
+    no_clobber: bool,
+) -> VaultResult<()> {
+    create_parent(path, target)?;
+    let dir = target.parent().unwrap_or(Path::new("."));
+    let io_err = |e| VaultError::io(path.as_str(), "write", e);
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(".tc-write-").suffix(".tmp");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        // Keep an overwritten note's mode; a new note gets the usual 0644 (less the umask).
+        let mode = fs::metadata(target).map_or(0o644, |m| m.permissions().mode() & 0o7777);
+        builder.permissions(fs::Permissions::from_mode(mode));
+    }
+    let mut temp = builder.tempfile_in(dir).map_err(io_err)?;
+    temp.write_all(bytes).map_err(io_err)?;
+    temp.as_file().sync_all().map_err(io_err)?;
+    let persisted = if no_clobber {
+        temp.persist_noclobber(target)
+    } else {
+        temp.persist(target)
+    };
+    persisted.map_err(|e| {
+        if no_clobber && e.error.kind() == io::ErrorKind::AlreadyExists {
+            VaultError::NoteExists {
+                path: path.as_str().to_owned(),
+            }
+        } else {
+            io_err(e.error)
+        }
+    })?;
+    sync_dir(dir).map_err(io_err)
+}
+
+/// Moves without replacing: a hard link fails if the target exists, atomically. File systems
+/// without hard links fall back to check-then-rename, which the vault lock covers for this
+/// process.
+fn rename_no_clobber(
+    from: &VaultPath,
+    to: &VaultPath,
+    source: &Path,
+    target: &Path,
+) -> VaultResult<()> {
+    let exists = || VaultError::NoteExists {
+        path: to.as_str().to_owned(),
+    };
+    match fs::hard_link(source, target) {
+        Ok(()) => fs::remove_file(source).map_err(|e| VaultError::io(from.as_str(), "move", e)),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Err(exists()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Err(not_found_or_io(from, "move", e)),
+        Err(_) => {
+            if fs::symlink_metadata(target).is_ok() {
+                return Err(exists());
+            }
+            fs::rename(source, target).map_err(|e| not_found_or_io(from, "move", e))
+        }
+    }
+}
+
+fn write_synced(location: &Path, bytes: &[u8]) -> io::Result<()> {
+    let mut file = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(location)?;
+    file.write_all(bytes)?;
+    file.sync_all()
+}
+
+/// Makes a rename in `dir` durable. Windows cannot open a folder for syncing; there the
+/// rename's own durability is all there is.
+fn sync_dir(dir: &Path) -> io::Result<()> {
+    #[cfg(unix)]
+    {
+        File::open(dir)?.sync_all()
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = dir;
+        Ok(())
+    }
+}
+
+fn sync_parent(path: &VaultPath, target: &Path) -> VaultResult<()> {
+    match target.parent() {
+        Some(dir) => sync_dir(dir).map_err(|e| VaultError::io(path.as_str(), "sync folder", e)),
+        None => Ok(()),
+    }
+}
+
+/// The canonical form of the deepest existing ancestor of `location`, joined with the rest.
+fn canonical_prefix(location: &Path) -> io::Result<PathBuf> {
+    let absolute = if location.is_absolute() {
+        location.to_path_buf()
+    } else {
+        std::env::current_dir()?.join(location)
+    };
+    let mut existing = absolute.as_path();
+    let mut missing = Vec::new();
+    while fs::symlink_metadata(existing).is_err() {
+        match (existing.file_name(), existing.parent()) {
+            (Some(name), Some(up)) => {
+                missing.push(name.to_owned());
+                existing = up;
+            }
+            _ => break,
+        }
+    }
+    let mut canonical = existing.canonicalize()?;
+    for name in missing.iter().rev() {
+        canonical.push(name);
+    }
+    Ok(canonical)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tc_gate::clock::{ManualClock, SeededEntropy};
+
+    struct Fixture {
+        _dir: tempfile::TempDir,
+        vault: Vault,
+        clock: ManualClock,
+    }
+
+    fn fixture() -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("vault");
+        fs::create_dir_all(&root).unwrap();
+        let clock = ManualClock::new(1_800_000_000_000);
+        let vault = Vault::open(
+            "main",
+            &root,
+            dir.path().join("cache/snapshots/main"),
+            Arc::new(clock.clone()),
+            Arc::new(SeededEntropy::new(7)),
+        )
+        .unwrap();
+        Fixture {
+            _dir: dir,
+            vault,
+            clock,
+        }
+    }
+
+    fn p(s: &str) -> VaultPath {
+        VaultPath::parse(s).unwrap()
+    }
+
+    fn names_in(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn content_hash_is_32_hex_of_sha256() {
+        // SHA-256("abc") = ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad
+        assert_eq!(content_hash(b"abc"), "ba7816bf8f01cfea414140de5dae2223");
+    }
+
+    #[test]
+    fn write_read_stat_round_trip() {
+        let f = fixture();
+        let out = f
+            .vault
+            .write(&p("a/b/c.md"), b"hello", &Precondition::None)
+            .unwrap();
+        assert!(out.created);
+        assert_eq!(out.hash, content_hash(b"hello"));
+        let read = f.vault.read(&p("a/b/c.md")).unwrap();
+        assert_eq!(read.bytes, b"hello");
+        assert_eq!(read.hash, out.hash);
+        assert_eq!(f.vault.stat(&p("a/b/c.md")).unwrap().size, 5);
+        let again = f
+            .vault
+            .write(&p("a/b/c.md"), b"bye", &Precondition::None)
+            .unwrap();
+        assert!(!again.created);
+        // No temp files are left behind.
+        assert_eq!(names_in(&f.vault.root().path().join("a/b")), ["c.md"]);
+    }
+
+    #[test]
+    fn missing_notes_and_folders_are_note_not_found() {
+        let f = fixture();
+        assert_eq!(
+            f.vault.read(&p("nope.md")).unwrap_err().code(),
+            "note_not_found"
+        );
+        assert_eq!(
+            f.vault.stat(&p("nope.md")).unwrap_err().code(),
+            "note_not_found"
+        );
+        f.vault
+            .write(&p("dir/x.md"), b"x", &Precondition::None)
+            .unwrap();
+        assert_eq!(
+            f.vault.read(&p("dir")).unwrap_err().code(),
+            "note_not_found"
+        );
+        assert!(f.vault.read_if_exists(&p("nope.md")).unwrap().is_none());
+        assert!(!f.vault.exists(&p("dir")).unwrap());
+        assert_eq!(
+            f.vault
+                .write(&p("dir"), b"x", &Precondition::None)
+                .unwrap_err()
+                .code(),
+            "path_invalid"
+        );
+        assert_eq!(
+            f.vault
+                .write(&p("dir/x.md/y.md"), b"x", &Precondition::None)
+                .unwrap_err()
+                .code(),
+            "path_invalid"
+        );
+    }
+
+    #[test]
+    fn read_limited_refuses_before_reading() {
+        let f = fixture();
+        f.vault
+            .write(&p("big.md"), &[b'x'; 100], &Precondition::None)
+            .unwrap();
+        let err = f.vault.read_limited(&p("big.md"), 99).unwrap_err();
+        assert!(matches!(
+            err,
+            VaultError::TooLarge {
+                size: 100,
+                limit: 99,
+                ..
+            }
+        ));
+        assert_eq!(err.code(), "too_large");
+        assert_eq!(
+            f.vault.read_limited(&p("big.md"), 100).unwrap().bytes.len(),
+            100
+        );
+    }
+
+    #[test]
+    fn preconditions() {
+        let f = fixture();
+        let path = p("n.md");
+        assert_eq!(
+            f.vault
+                .write(&path, b"x", &Precondition::MustExist)
+                .unwrap_err()
+                .code(),
+            "note_not_found"
+        );
+        let first = f
+            .vault
+            .write(&path, b"one", &Precondition::MustNotExist)
+            .unwrap();
+        assert_eq!(
+            f.vault
+                .write(&path, b"two", &Precondition::MustNotExist)
+                .unwrap_err()
+                .code(),
+            "note_exists"
+        );
+        let stale = Precondition::HashIs(content_hash(b"other"));
+        let err = f.vault.write(&path, b"two", &stale).unwrap_err();
+        assert_eq!(err.code(), "concurrent_modification");
+        assert_eq!(err.details()["current_hash"], first.hash.as_str());
+        f.vault
+            .write(&path, b"two", &Precondition::HashIs(first.hash))
+            .unwrap();
+        assert_eq!(f.vault.read(&path).unwrap().bytes, b"two");
+        let err = f
+            .vault
+            .write(
+                &p("gone.md"),
+                b"x",
+                &Precondition::HashIs(content_hash(b"x")),
+            )
+            .unwrap_err();
+        assert_eq!(err.details()["current_hash"], "absent");
+    }
+
+    #[test]
+    fn create_only_has_one_winner_under_races() {
+        let f = fixture();
+        let path = p("race.md");
+        let winners = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..8u8)
+                .map(|i| {
+                    let vault = &f.vault;
+                    let path = &path;
+                    s.spawn(move || vault.write(path, &[i], &Precondition::MustNotExist))
+                })
+                .collect();
+            let results: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+            for result in &results {
+                if let Err(e) = result {
+                    assert_eq!(e.code(), "note_exists");
+                }
+            }
+            results.iter().filter(|r| r.is_ok()).count()
+        });
+        assert_eq!(winners, 1);
+        assert_eq!(f.vault.read(&path).unwrap().bytes.len(), 1);
+    }
+
+    #[test]
+    fn rename_and_copy() {
+        let f = fixture();
+        f.vault
+            .write(&p("a.md"), b"A", &Precondition::None)
+            .unwrap();
+        f.vault
+            .write(&p("b.md"), b"B", &Precondition::None)
+            .unwrap();
+        assert_eq!(
+            f.vault
+                .rename(&p("a.md"), &p("b.md"), false)
+                .unwrap_err()
+                .code(),
+            "note_exists"
+        );
+        assert_eq!(f.vault.read(&p("a.md")).unwrap().bytes, b"A");
+        f.vault
+            .rename(&p("a.md"), &p("deep/er/a.md"), false)
+            .unwrap();
+        assert!(!f.vault.exists(&p("a.md")).unwrap());
+        assert_eq!(f.vault.read(&p("deep/er/a.md")).unwrap().bytes, b"A");
+        f.vault
+            .rename(&p("deep/er/a.md"), &p("b.md"), true)
+            .unwrap();
+        assert_eq!(f.vault.read(&p("b.md")).unwrap().bytes, b"A");
+        assert_eq!(
+            f.vault
+                .rename(&p("missing.md"), &p("c.md"), false)
+                .unwrap_err()
+                .code(),
+            "note_not_found"
+        );
+        let out = f.vault.copy(&p("b.md"), &p("copies/b.md"), false).unwrap();
+        assert!(out.created);
+        assert_eq!(
+            f.vault
+                .copy(&p("b.md"), &p("copies/b.md"), false)
+                .unwrap_err()
+                .code(),
+            "note_exists"
+        );
+        f.vault
+            .write(&p("b.md"), b"new", &Precondition::None)
+            .unwrap();
+        f.vault.copy(&p("b.md"), &p("copies/b.md"), true).unwrap();
+        assert_eq!(f.vault.read(&p("copies/b.md")).unwrap().bytes, b"new");
+    }
+
+    #[test]
+    fn delete_snapshot_restore() {
+        let f = fixture();
+        let path = p("inbox/idea.md");
+        f.vault.write(&path, b"first", &Precondition::None).unwrap();
+        let s1 = f.vault.snapshot_and_delete(&path).unwrap();
+        assert!(!f.vault.exists(&path).unwrap());
+        assert_eq!(
+            names_in(&f.vault.root().path().join("inbox")),
+            Vec::<String>::new()
+        );
+        f.clock.advance_ms(1000);
+        f.vault
+            .write(&path, b"second", &Precondition::None)
+            .unwrap();
+        // Restoring over an existing note is refused.
+        assert_eq!(
+            f.vault.restore(&path, None).unwrap_err().code(),
+            "note_exists"
+        );
+        let s2 = f.vault.snapshot_and_delete(&path).unwrap();
+        assert!(s2.id > s1.id);
+        let listed = f.vault.snapshots(Some(&path)).unwrap();
+        assert_eq!(listed, [s1.clone(), s2.clone()]);
+        // Latest by default.
+        assert_eq!(f.vault.restore(&path, None).unwrap().id, s2.id);
+        assert_eq!(f.vault.read(&path).unwrap().bytes, b"second");
+        f.vault.delete(&path).unwrap();
+        assert_eq!(f.vault.restore(&path, Some(&s1.id)).unwrap(), s1);
+        assert_eq!(f.vault.read(&path).unwrap().bytes, b"first");
+        // Snapshots live outside the vault, under the snapshot folder.
+        assert!(!f.vault.snapshot_dir().starts_with(f.vault.root().path()));
+        assert_eq!(names_in(f.vault.snapshot_dir()).len(), 2);
+    }
+
+    #[test]
+    fn snapshot_ids_are_judged() {
+        let f = fixture();
+        let path = p("x.md");
+        assert_eq!(
+            f.vault.restore(&path, None).unwrap_err().code(),
+            "note_not_found"
+        );
+        assert!(SnapshotId::parse("../../etc").is_err());
+        assert!(SnapshotId::parse("1800000000000-00112233445566ZZ").is_err());
+        let other = p("y.md");
+        f.vault.write(&other, b"y", &Precondition::None).unwrap();
+        let s = f.vault.snapshot_and_delete(&other).unwrap();
+        // Another note's snapshot does not restore at this path.
+        assert_eq!(
+            f.vault.restore(&path, Some(&s.id)).unwrap_err().code(),
+            "note_not_found"
+        );
+        assert_eq!(SnapshotId::parse(s.id.as_str()).unwrap(), s.id);
+        assert_eq!(
+            f.vault
+                .snapshot_and_delete(&p("absent.md"))
+                .unwrap_err()
+                .code(),
+            "note_not_found"
+        );
+    }
+
+    #[test]
+    fn snapshot_dir_inside_the_vault_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = Vault::open(
+            "v",
+            dir.path(),
+            dir.path().join("snaps"),
+            Arc::new(ManualClock::new(0)),
+            Arc::new(SeededEntropy::new(1)),
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("outside the vault"), "{err}");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn writes_replace_a_final_link_instead_of_following_it() {
+        let f = fixture();
+        let outside = f._dir.path().join("outside.md");
+        fs::write(&outside, "keep").unwrap();
+        let link = f.vault.root().path().join("link.md");
+        std::os::unix::fs::symlink(&outside, &link).unwrap();
+        assert_eq!(
+            f.vault.read(&p("link.md")).unwrap_err().code(),
+            "path_invalid"
+        );
+        f.vault
+            .write(&p("link.md"), b"mine", &Precondition::None)
+            .unwrap();
+        assert_eq!(fs::read(&outside).unwrap(), b"keep");
+        assert!(
+            !fs::symlink_metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+        // Deleting a link deletes the link, not what it points at.
+        std::os::unix::fs::symlink(&outside, f.vault.root().path().join("l2.md")).unwrap();
+        f.vault.delete(&p("l2.md")).unwrap();
+        assert_eq!(fs::read(&outside).unwrap(), b"keep");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn overwrite_keeps_the_mode() {
+        use std::os::unix::fs::PermissionsExt;
+        let f = fixture();
+        f.vault
+            .write(&p("m.md"), b"x", &Precondition::None)
+            .unwrap();
+        let file = f.vault.root().path().join("m.md");
+        fs::set_permissions(&file, fs::Permissions::from_mode(0o600)).unwrap();
+        f.vault
+            .write(&p("m.md"), b"y", &Precondition::None)
+            .unwrap();
+        assert_eq!(
+            fs::metadata(&file).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+    }
+
+    #[test]
+    fn vault_config_keys() {
+        let config: VaultConfig = toml::from_str(
+            r#"
+            id = "main"
+            root = "/home/me/vault"
+            [acl]
+            readOnly = true
+            [[conventions]]
+            glob = "archive/**"
+            forbidWrites = true
+            "#,
+        )
+        .unwrap();
+        assert_eq!(config.id, "main");
+        assert!(config.acl.unwrap().read_only);
+        assert_eq!(config.conventions.len(), 1);
+        let err = toml::from_str::<VaultConfig>("id = \"a\"\nroot = \"/\"\nrooot = 1").unwrap_err();
+        assert!(err.to_string().contains("rooot"), "{err}");
+    }
+}
