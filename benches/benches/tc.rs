@@ -1,3 +1,9 @@
 //! Criterion benchmarks of obsidian-tc, one module per area.
+//!
+//! `cargo bench -p tc-benches` measures; `cargo bench -p tc-benches -- --test` runs each
+//! benchmark once (CI).
 
-fn main() {}
+mod gate_codecs;
+mod governor;
+
+criterion::criterion_main!(gate_codecs::benches, governor::benches);
