@@ -17,8 +17,10 @@
 pub mod acl;
 pub mod conventions;
 pub mod error;
+pub mod links;
 pub mod note;
 pub mod path;
+pub mod tasks;
 pub mod vault;
 
 pub use error::{VaultError, VaultResult};
