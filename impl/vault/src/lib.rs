@@ -22,6 +22,7 @@ pub mod note;
 pub mod path;
 pub mod tasks;
 pub mod vault;
+pub mod walk;
 
 pub use error::{VaultError, VaultResult};
 pub use path::{FolderPath, VaultPath, VaultRoot};
