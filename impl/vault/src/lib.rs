@@ -7,6 +7,8 @@
 //!   delete snapshots `restore_note` restores from;
 //! - [`note`], [`links`], [`tasks`]: what is inside a note (frontmatter, wikilinks and
 //!   embeds, Tasks-plugin task lines);
+//! - [`rewrite`]: what a link rewrite or a move's backlink update would touch, planned
+//!   before anything is written, with the state a confirmation binds;
 //! - [`acl`] and [`conventions`]: the folder ACL and the block rules of the write gate;
 //! - [`walk`]: the sorted, resumable folder walk and the byte-budgeted page builder behind
 //!   `read_notes` and `list_notes`.
@@ -20,13 +22,23 @@ pub mod error;
 pub mod links;
 pub mod note;
 pub mod path;
+pub mod rewrite;
 pub mod tasks;
 pub mod vault;
 pub mod walk;
 
+pub use acl::{Acl, AclConfig, AclDenied, AclOp, Scopes};
+pub use conventions::{
+    ContentFacts, ConventionBlocked, ConventionConfig, Conventions, Prior, WriteIntent, WriteKind,
+};
 pub use error::{VaultError, VaultResult};
+pub use links::{Link, LinkMatcher, LinkResolver, LinkRewrite};
+pub use note::{Frontmatter, FrontmatterError, ParsedNote};
 pub use path::{FolderPath, VaultPath, VaultRoot};
+pub use rewrite::{RewritePlan, TouchedNote};
+pub use tasks::{Date, Task, TaskStatus};
 pub use vault::{
     NoteContent, NoteStat, Precondition, SnapshotId, SnapshotInfo, Vault, VaultConfig,
     WriteOutcome, content_hash,
 };
+pub use walk::{Candidate, DeniedPolicy, Page, PageRequest, Walk, WalkFilter};
