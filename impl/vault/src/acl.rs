@@ -4,8 +4,8 @@
 //! - `readOnly = true` refuses every write and delete.
 //! - `readPaths`, `writePaths`, `deletePaths` are globs over vault-relative paths. Absent
 //!   means unrestricted; an empty list means nothing. A read needs a match in `readPaths`, a
-//!   write one in `writePaths`, and a delete one in both `writePaths` and `deletePaths`
-//!   (removing a note changes it, so a folder closed to writes is closed to deletes too).
+//!   write one in `writePaths`, a delete one in `deletePaths` (spec `vault.acl.declared`:
+//!   "`delete_note` delete on its path").
 //! - `rules = [{glob, scopes}]`: a path matching a rule's glob is reachable, for any
 //!   operation, only by a caller holding *every* scope the rule lists. Several matching rules
 //!   all apply.
@@ -237,10 +237,7 @@ impl Acl {
                 return Err(deny("the vault is read-only (readOnly = true)".to_owned()));
             }
             AclOp::Write => needs(&self.write)?,
-            AclOp::Delete => {
-                needs(&self.write)?;
-                needs(&self.delete)?;
-            }
+            AclOp::Delete => needs(&self.delete)?,
         }
         for rule in &self.rules {
             if !rule.glob.is_match(path.as_str()) {
@@ -284,6 +281,8 @@ mod tests {
         Acl::compile(&config).unwrap()
     }
 
+    // r[verify config.acl]
+    // r[verify vault.acl.rules]
     #[test]
     fn contract_example_config() {
         let acl = contract_example();
@@ -319,6 +318,7 @@ mod tests {
         );
     }
 
+    // r[verify vault.acl.globs]
     #[test]
     fn absent_is_unrestricted_and_empty_is_none() {
         let acl = Acl::compile(&AclConfig {
@@ -329,8 +329,15 @@ mod tests {
         let none = Scopes::granted(Vec::<String>::new());
         assert!(acl.check(AclOp::Read, &p("x.md"), &none).is_ok());
         assert!(acl.check(AclOp::Write, &p("x.md"), &none).is_err());
-        // A folder closed to writes is closed to deletes, deletePaths absent or not.
-        assert!(acl.check(AclOp::Delete, &p("x.md"), &none).is_err());
+        // Deletes answer to deletePaths alone.
+        assert!(acl.check(AclOp::Delete, &p("x.md"), &none).is_ok());
+        let no_deletes = Acl::compile(&AclConfig {
+            delete_paths: Some(vec![]),
+            ..AclConfig::default()
+        })
+        .unwrap();
+        assert!(no_deletes.check(AclOp::Delete, &p("x.md"), &none).is_err());
+        assert!(no_deletes.check(AclOp::Write, &p("x.md"), &none).is_ok());
         assert!(
             Acl::unrestricted()
                 .check(AclOp::Delete, &p("x.md"), &none)
@@ -368,6 +375,7 @@ mod tests {
         assert!(acl.check(AclOp::Write, &p("inbox/sub/a.md"), &all).is_err());
     }
 
+    // r[verify vault.acl.rules]
     #[test]
     fn every_matching_rule_applies() {
         let acl = Acl::compile(&AclConfig {

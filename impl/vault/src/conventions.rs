@@ -11,11 +11,10 @@
 //! Rules are judged in config order and the first broken one is reported, by index, glob
 //! and a description, so the agent can fix its call.
 //!
-//! Existing notes that already break a rule: a rule that the target note *already* broke
-//! before this write does not block an overwrite that leaves it no worse (the same or fewer
-//! missing keys, a size not above the old one; the name does not change on an overwrite).
-//! Otherwise an agent could never fix a task line in an old, non-conforming note. That
-//! tolerance needs the prior state ([`Prior::Known`]). When the gate has no prior state to
+//! Existing notes that already break a rule (spec `vault.conventions.grandfathered`): a
+//! rule that the target note *already* broke before this write does not refuse an overwrite
+//! of it. Otherwise an agent could never fix a task line in an old, non-conforming note.
+//! That tolerance needs the prior state ([`Prior::Known`]). When the gate has no prior state to
 //! go on, [`Prior::Unknown`], the note is judged as if it were new. That is the seed's
 //! `update_task` case: "the write gate judges a note that already breaks a block rule as a
 //! new note when the caller lacks read:notes or the note is over 1 MiB"
@@ -268,10 +267,7 @@ impl Rule {
         };
         let missing_now = missing(&intent.content);
         if !missing_now.is_empty() {
-            let tolerated = prior.is_some_and(|before| {
-                let missing_before = missing(before);
-                missing_now.iter().all(|k| missing_before.contains(k))
-            });
+            let tolerated = prior.is_some_and(|before| !missing(before).is_empty());
             if !tolerated {
                 return Some(format!(
                     "requireFrontmatter: the note must carry the frontmatter key(s) {}",
@@ -282,7 +278,7 @@ impl Rule {
         if let Some(limit) = self.max_bytes
             && intent.content.size > limit
         {
-            let tolerated = prior.is_some_and(|before| intent.content.size <= before.size);
+            let tolerated = prior.is_some_and(|before| before.size > limit);
             if !tolerated {
                 return Some(format!(
                     "maxBytes: the note would be {} bytes, over the limit of {limit}",
@@ -293,9 +289,8 @@ impl Rule {
         if let Some(pattern) = &self.name_pattern
             && !pattern.is_match(intent.path.file_name())
         {
-            // An overwrite keeps the name, so an old misnamed note stays editable.
-            let tolerated = matches!(intent.kind, WriteKind::Overwrite)
-                && !matches!(intent.prior, Prior::Unknown);
+            // An overwrite keeps the name: the note already broke this rule.
+            let tolerated = prior.is_some();
             if !tolerated {
                 return Some(format!(
                     "namePattern: the file name {:?} does not match {:?}",
@@ -349,6 +344,8 @@ mod tests {
         )
     }
 
+    // r[verify vault.conventions.judged]
+    // r[verify vault.conventions.require-frontmatter]
     #[test]
     fn new_notes_need_the_required_keys() {
         let c = contract_example();
@@ -369,6 +366,7 @@ mod tests {
         assert!(c.judge(&create("elsewhere/a.md", "free")).is_ok());
     }
 
+    // r[verify vault.conventions.forbid-writes]
     #[test]
     fn forbid_writes_blocks_every_kind_of_write() {
         let c = contract_example();
@@ -386,6 +384,8 @@ mod tests {
         }
     }
 
+    // r[verify vault.conventions.max-bytes]
+    // r[verify vault.conventions.name-pattern]
     #[test]
     fn size_and_name_rules() {
         let c = contract_example();
@@ -408,6 +408,7 @@ mod tests {
         assert!(c.judge(&mv).is_err());
     }
 
+    // r[verify vault.conventions.grandfathered]
     #[test]
     fn an_old_nonconforming_note_stays_editable_when_the_prior_is_known() {
         let c = contract_example();
@@ -420,7 +421,7 @@ mod tests {
             Prior::Known(ContentFacts::of(old)),
         );
         assert!(c.judge(&known).is_ok());
-        // Dropping a key the note had is still refused.
+        // Dropping a key from a note that complied is refused: it did not break the rule.
         let worse = WriteIntent::new(
             p("projects/old.md"),
             WriteKind::Overwrite,
@@ -428,7 +429,7 @@ mod tests {
             Prior::Known(ContentFacts::of(b"---\nstatus: a\n---\n")),
         );
         assert!(c.judge(&worse).is_err());
-        // Growing an oversized note is refused; shrinking it is not.
+        // An oversized note stays editable; a note within the limit may not outgrow it.
         let huge = vec![b'x'; 5_000_010];
         let grow = WriteIntent::new(
             p("big.md"),
@@ -436,16 +437,25 @@ mod tests {
             &[huge.as_slice(), b"more"].concat(),
             Prior::Known(ContentFacts::of(&huge)),
         );
-        assert!(c.judge(&grow).is_err());
-        let shrink = WriteIntent::new(
-            p("big.md"),
+        assert!(c.judge(&grow).is_ok());
+        let outgrow = WriteIntent::new(
+            p("small.md"),
             WriteKind::Overwrite,
-            &huge[..5_000_005],
-            Prior::Known(ContentFacts::of(&huge)),
+            &huge,
+            Prior::Known(ContentFacts::of(b"small")),
         );
-        assert!(c.judge(&shrink).is_ok());
+        assert!(c.judge(&outgrow).is_err());
+        // A misnamed note stays editable in place, but a copy to a misnamed path is refused.
+        let misnamed = WriteIntent::new(
+            p("bad#name.md"),
+            WriteKind::Overwrite,
+            b"x",
+            Prior::Known(ContentFacts::of(b"y")),
+        );
+        assert!(c.judge(&misnamed).is_ok());
     }
 
+    // r[verify vault.conventions.unreadable-as-new]
     #[test]
     fn update_task_without_read_notes_or_over_one_mib_is_judged_as_new() {
         let c = contract_example();
@@ -471,6 +481,7 @@ mod tests {
         assert!(matches!(update_task_prior(true, &large), Prior::Known(_)));
     }
 
+    // r[verify config.conventions]
     #[test]
     fn config_errors_name_the_key() {
         let err =

@@ -102,7 +102,7 @@ impl VaultError {
                 path,
                 expected,
                 actual,
-            } => json!({"path": path, "expected_hash": expected, "current_hash": actual}),
+            } => json!({"path": path, "expected": expected, "actual": actual}),
             VaultError::TooLarge { path, size, limit } => {
                 json!({"path": path, "size": size, "limit": limit})
             }

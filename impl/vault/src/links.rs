@@ -387,6 +387,7 @@ mod tests {
             .collect()
     }
 
+    // r[verify vault.links]
     #[test]
     fn finds_every_link_form() {
         let note = "[[a]] [[b|Alias]] [[c#Head]] [[d#Head|Al]] ![[e]] ![[f.png]] [[g#^blk]]";
@@ -464,6 +465,7 @@ unclosed ` tick [[three]]
         )
     }
 
+    // r[verify vault.links]
     #[test]
     fn resolution_exact_then_shortest_basename() {
         let r = vault_files();

@@ -195,16 +195,16 @@ pub fn parse_note(content: &str) -> Result<ParsedNote<'_>, FrontmatterError> {
     }
 }
 
-/// The note's frontmatter as JSON for `read_notes`: the object, or `null` when the note has
-/// none or it does not parse (the note itself is still served; `update_frontmatter` reports
-/// the parse error).
+/// The note's frontmatter as a JSON object for `read_notes`; empty when the note has none
+/// (spec `vault.frontmatter`) and when it does not parse (the note itself is still served
+/// whole in `content`; `update_frontmatter` reports the parse error).
 pub fn frontmatter_json(content: &str) -> Json {
     match parse_note(content) {
         Ok(ParsedNote {
             frontmatter: Some(fm),
             ..
         }) => fm.to_json(),
-        _ => Json::Null,
+        _ => Json::Object(Map::new()),
     }
 }
 
@@ -297,6 +297,7 @@ mod tests {
         }
     }
 
+    // r[verify vault.frontmatter]
     #[test]
     fn splits_frontmatter_only_at_the_very_start() {
         let note = "---\ntitle: A\ntags: [x, y]\n---\n# Body\n---\nmore\n";
@@ -315,6 +316,7 @@ mod tests {
         assert_eq!(crlf.body, "body\r\n");
     }
 
+    // r[verify vault.frontmatter]
     #[test]
     fn parses_to_json_object() {
         let parsed = parse_note("---\ntitle: Plan\nn: 3\nf: 1.5\nwhen: 2026-11-01\ntags:\n  - a\n  - b\n1: one\n---\nbody").unwrap();
@@ -325,7 +327,7 @@ mod tests {
         );
         assert_eq!(parsed.body, "body");
         assert_eq!(fm.keys(), ["title", "n", "f", "when", "tags", "1"]);
-        assert_eq!(frontmatter_json("no frontmatter"), Json::Null);
+        assert_eq!(frontmatter_json("no frontmatter"), json!({}));
         assert_eq!(frontmatter_json("---\n---\n"), json!({}));
     }
 
@@ -341,7 +343,7 @@ mod tests {
         ] {
             let err = parse_note(bad).unwrap_err();
             assert!(!err.reason.is_empty(), "{bad:?}");
-            assert_eq!(frontmatter_json(bad), Json::Null);
+            assert_eq!(frontmatter_json(bad), json!({}));
         }
         let path = crate::VaultPath::parse("a.md").unwrap();
         let err = parse_note("---\n- x\n---\n").unwrap_err().at(&path);

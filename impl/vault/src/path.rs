@@ -62,11 +62,6 @@ impl VaultPath {
                 "the path is absolute; give it relative to the vault",
             ));
         }
-        if has_drive_prefix(raw) {
-            return Err(invalid(
-                "the path names a drive; give it relative to the vault",
-            ));
-        }
         let mut normalized = String::with_capacity(raw.len());
         for segment in raw.split('/') {
             match segment {
@@ -90,7 +85,24 @@ impl VaultPath {
         if normalized.is_empty() {
             return Err(invalid("the path names the vault root, not a note"));
         }
+        // Judged after normalization, so `./C:/x` is caught as well as `C:/x`.
+        if has_drive_prefix(&normalized) {
+            return Err(invalid(
+                "the path names a drive; give it relative to the vault",
+            ));
+        }
         Ok(VaultPath(normalized))
+    }
+
+    /// Judges a note argument: like [`VaultPath::parse`], and the path must end in `.md`
+    /// (spec `tools.notes-only`).
+    pub fn parse_note(raw: &str) -> VaultResult<Self> {
+        let path = VaultPath::parse(raw)?;
+        if path.is_note() && path.file_name().len() > 3 {
+            Ok(path)
+        } else {
+            Err(VaultError::invalid(raw, "a note path must end in .md"))
+        }
     }
 
     /// The normalized path, e.g. `projects/plan.md`.
@@ -391,6 +403,7 @@ mod tests {
         }
     }
 
+    // r[verify vault.path.relative]
     #[test]
     fn normalizes_dot_segments_and_duplicate_slashes() {
         assert_eq!(
@@ -404,12 +417,16 @@ mod tests {
         );
     }
 
+    // r[verify vault.path.invalid]
+    // r[verify vault.path.hidden]
+    // r[verify results.path-invalid]
     #[test]
     fn refuses_hostile_strings_with_path_invalid() {
         assert!(refused("").contains("empty"));
         assert!(refused("/etc/passwd").contains("absolute"));
         assert!(refused("C:/x.md").contains("drive"));
         assert!(refused("c:x.md").contains("drive"));
+        assert!(refused(".//C:/x.md").contains("drive"));
         assert!(refused("\\\\server\\share").contains("backslash"));
         assert!(refused("a\\b.md").contains("backslash"));
         assert!(refused("a/../../b.md").contains(".."));
@@ -424,8 +441,15 @@ mod tests {
         assert!(refused("./").contains("root"));
         assert!(refused(&"a/".repeat(3000)).contains("too long"));
         assert!(refused(&"x".repeat(300)).contains("too long"));
-        let err = VaultPath::parse("/x").unwrap_err();
+        let err = VaultPath::parse("//x").unwrap_err();
         assert_eq!(err.code(), "path_invalid");
+        assert_eq!(err.details()["path"], "//x", "the path as given");
+        assert!(
+            err.details()["reason"]
+                .as_str()
+                .unwrap()
+                .contains("absolute")
+        );
     }
 
     #[test]
@@ -458,6 +482,15 @@ mod tests {
     }
 
     #[test]
+    fn note_arguments_end_in_md() {
+        assert_eq!(VaultPath::parse_note("a/b.md").unwrap().as_str(), "a/b.md");
+        for bad in ["a/b", "a.png", ".md", "a/.md", "a.MD"] {
+            let err = VaultPath::parse_note(bad).unwrap_err();
+            assert_eq!(err.code(), "path_invalid", "{bad:?}");
+        }
+    }
+
+    #[test]
     fn folder_arguments() {
         assert!(FolderPath::parse("").unwrap().is_root());
         assert!(FolderPath::parse(".").unwrap().is_root());
@@ -487,6 +520,7 @@ mod tests {
         (dir, vault_root)
     }
 
+    // r[verify vault.path.invalid]
     #[cfg(unix)]
     #[test]
     fn links_that_lead_out_are_refused() {
@@ -526,6 +560,8 @@ mod tests {
             let _ = FolderPath::parse(&raw);
         }
 
+        // r[verify vault.path.invalid]
+        // r[verify vault.path.hidden]
         #[test]
         fn accepted_paths_stay_lexically_inside(
             segments in proptest::collection::vec(
@@ -555,6 +591,7 @@ mod tests {
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(64))]
 
+        // r[verify vault.path.invalid]
         #[test]
         fn no_resolved_path_escapes_the_root(
             segments in proptest::collection::vec(

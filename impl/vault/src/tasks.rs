@@ -407,6 +407,8 @@ mod tests {
         assert_eq!(TaskStatus::from_name("doing"), None);
     }
 
+    // r[verify tools.update-task.confirm]
+    // r[verify floors.update-task-window]
     #[test]
     fn reopening_old_done_tasks() {
         let done_on = |date: &str| parse_task_line(&format!("- [x] t ✅ {date}")).unwrap();

@@ -1,9 +1,9 @@
 //! One vault on disk: reading, hashing, atomic writes, moves, copies, deletes, and the
 //! delete snapshots `restore_note` restores from (issue 4 item 1; CONTRACT.md §3, §4).
 //!
-//! - Content hash: the first 32 hex digits (128 bits) of SHA-256 over the note's bytes, the
-//!   same truncation DESIGN.md §5 uses for `args_hash`. It is what `read_notes` reports as
-//!   `content_hash` and what `write_note`'s `prev_hash` is compared with.
+//! - Content hash: the lowercase hex SHA-256 of the note's bytes (all 64 digits,
+//!   spec `vault.content-hash`). It is what `read_notes` reports as `content_hash` and what
+//!   `write_note`'s `prev_hash` is compared with.
 //! - Writes are atomic: a temp file (hidden, so Obsidian ignores it) in the target's folder,
 //!   written, fsynced, renamed over the target, then the folder fsynced. A reader sees the
 //!   old note or the new one, never a torn one, and a crash leaves one or the other.
@@ -41,12 +41,9 @@ pub struct VaultConfig {
     pub conventions: Vec<ConventionConfig>,
 }
 
-/// The content hash of a note: first 32 hex digits of SHA-256 over its bytes.
+/// The content hash of a note: lowercase hex SHA-256 of its bytes.
 pub fn content_hash(bytes: &[u8]) -> String {
-    let digest = Sha256::digest(bytes);
-    let mut hex = hex::encode(digest);
-    hex.truncate(32);
-    hex
+    hex::encode(Sha256::digest(bytes))
 }
 
 /// A note's bytes and their hash.
@@ -778,10 +775,13 @@ mod tests {
         names
     }
 
+    // r[verify vault.content-hash]
     #[test]
-    fn content_hash_is_32_hex_of_sha256() {
-        // SHA-256("abc") = ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad
-        assert_eq!(content_hash(b"abc"), "ba7816bf8f01cfea414140de5dae2223");
+    fn content_hash_is_hex_sha256() {
+        assert_eq!(
+            content_hash(b"abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
     }
 
     #[test]
@@ -864,6 +864,8 @@ mod tests {
         );
     }
 
+    // r[verify vault.content-hash]
+    // r[verify results.concurrent-modification]
     #[test]
     fn preconditions() {
         let f = fixture();
@@ -889,7 +891,8 @@ mod tests {
         let stale = Precondition::HashIs(content_hash(b"other"));
         let err = f.vault.write(&path, b"two", &stale).unwrap_err();
         assert_eq!(err.code(), "concurrent_modification");
-        assert_eq!(err.details()["current_hash"], first.hash.as_str());
+        assert_eq!(err.details()["actual"], first.hash.as_str());
+        assert_eq!(err.details()["expected"], content_hash(b"other"));
         f.vault
             .write(&path, b"two", &Precondition::HashIs(first.hash))
             .unwrap();
@@ -902,7 +905,7 @@ mod tests {
                 &Precondition::HashIs(content_hash(b"x")),
             )
             .unwrap_err();
-        assert_eq!(err.details()["current_hash"], "absent");
+        assert_eq!(err.details()["actual"], "absent");
     }
 
     #[test]
@@ -978,6 +981,8 @@ mod tests {
         assert_eq!(f.vault.read(&p("copies/b.md")).unwrap().bytes, b"new");
     }
 
+    // r[verify vault.snapshot.delete]
+    // r[verify vault.snapshot.restore]
     #[test]
     fn delete_snapshot_restore() {
         let f = fixture();
@@ -1011,6 +1016,56 @@ mod tests {
         // Snapshots live outside the vault, under the snapshot folder.
         assert!(!f.vault.snapshot_dir().starts_with(f.vault.root().path()));
         assert_eq!(names_in(f.vault.snapshot_dir()).len(), 2);
+    }
+
+    // r[verify vault.snapshot.permanent]
+    #[test]
+    fn permanent_delete_keeps_no_snapshot() {
+        let f = fixture();
+        let path = p("gone.md");
+        f.vault.write(&path, b"bye", &Precondition::None).unwrap();
+        f.vault.delete(&path).unwrap();
+        assert!(!f.vault.exists(&path).unwrap());
+        assert!(f.vault.snapshots(None).unwrap().is_empty());
+        assert!(!f.vault.snapshot_dir().exists());
+        assert_eq!(
+            f.vault.restore(&path, None).unwrap_err().code(),
+            "note_not_found"
+        );
+    }
+
+    // r[verify vault.write.atomic]
+    #[test]
+    fn readers_never_see_a_torn_write() {
+        let f = fixture();
+        let path = p("torn.md");
+        let old = vec![b'a'; 256 * 1024];
+        let new = vec![b'b'; 256 * 1024 + 7];
+        f.vault.write(&path, &old, &Precondition::None).unwrap();
+        let location = f.vault.root().path().join("torn.md");
+        std::thread::scope(|s| {
+            let writer = s.spawn(|| {
+                for i in 0..20 {
+                    let bytes = if i % 2 == 0 { &new } else { &old };
+                    f.vault.write(&path, bytes, &Precondition::None).unwrap();
+                }
+            });
+            let mut reads = 0;
+            while !writer.is_finished() || reads < 20 {
+                let seen = fs::read(&location).unwrap();
+                assert!(
+                    seen == old || seen == new,
+                    "torn read of {} bytes",
+                    seen.len()
+                );
+                reads += 1;
+            }
+        });
+        let leftovers: Vec<String> = names_in(f.vault.root().path())
+            .into_iter()
+            .filter(|n| n != "torn.md")
+            .collect();
+        assert!(leftovers.is_empty(), "{leftovers:?}");
     }
 
     #[test]

@@ -617,6 +617,8 @@ mod tests {
         ("notes/.tc-write-x.tmp", "temp"),
     ];
 
+    // r[verify paging.order]
+    // r[verify vault.path.hidden]
     #[test]
     fn walks_in_full_path_byte_order_and_skips_hidden() {
         let f = fixture(TRICKY);
@@ -661,6 +663,7 @@ mod tests {
         assert_eq!(file.unwrap_err().code(), "note_not_found");
     }
 
+    // r[verify paging.order]
     #[test]
     fn resuming_after_any_path_yields_exactly_the_rest() {
         let f = fixture(TRICKY);
@@ -774,6 +777,7 @@ mod tests {
         }
     }
 
+    // r[verify paging.read-notes.shape]
     #[test]
     fn entries_carry_content_frontmatter_and_hash() {
         let f = fixture(&[("n.md", "---\nstatus: done\n---\nbody \"quoted\"\n")]);
@@ -821,6 +825,8 @@ mod tests {
         );
     }
 
+    // r[verify paging.progress]
+    // r[verify paging.too-large]
     #[test]
     fn pages_fill_the_budget_make_progress_and_skip_what_never_fits() {
         let body = |n: usize| "x".repeat(n);
@@ -834,15 +840,15 @@ mod tests {
         ]);
         let acl = Acl::unrestricted();
         let scopes = Scopes::all();
-        // One encoded 300-byte note is ~400 bytes; a 100-byte one ~200.
-        let pages = paginate(&f.vault, &acl, &scopes, 450);
+        // One encoded 300-byte note is ~440 bytes; a 100-byte one ~240.
+        let pages = paginate(&f.vault, &acl, &scopes, 520);
         let all_notes: Vec<String> = pages.iter().flat_map(|(n, _)| n.clone()).collect();
         assert_eq!(all_notes, ["a.md", "b.md", "d.md", "e.md"]);
         let errors: Vec<&Value> = pages.iter().flat_map(|(_, e)| e).collect();
         assert_eq!(errors.len(), 1);
         assert_eq!(errors[0]["path"], "c.md");
         assert_eq!(errors[0]["code"], "too_large");
-        assert_eq!(errors[0]["details"], json!({"size": 5000, "budget": 450}));
+        assert_eq!(errors[0]["details"], json!({"size": 5000, "budget": 520}));
         assert_eq!(
             pages[0].0,
             ["a.md", "b.md"],
@@ -871,6 +877,9 @@ mod tests {
         assert_eq!(pages.iter().map(|(_, e)| e.len()).sum::<usize>(), 2);
     }
 
+    // r[verify paging.acl-per-page]
+    // r[verify vault.acl.list-hides]
+    // r[verify paging.paths]
     #[test]
     fn the_acl_is_checked_for_every_note_on_every_page() {
         let f = fixture(&[("a.md", "a"), ("private/p.md", "p"), ("z.md", "z")]);
@@ -941,6 +950,7 @@ mod tests {
         assert_eq!(json["notes"][0]["path"], "z.md");
     }
 
+    // r[verify paging.order]
     #[test]
     fn notes_added_or_removed_mid_walk_are_neither_skipped_nor_repeated() {
         let f = fixture(&[("b.md", "b"), ("d.md", "d"), ("f.md", "f"), ("h.md", "h")]);
@@ -1010,6 +1020,54 @@ mod tests {
         assert_eq!(third, ["g.md", "h.md"]);
     }
 
+    // r[verify paging.memory]
+    #[test]
+    fn a_page_reads_each_note_once_and_holds_at_most_its_budget() {
+        #[derive(Default)]
+        struct Counting(Vec<String>);
+        impl EntryEncoder for Counting {
+            fn encode(
+                &mut self,
+                vault: &Vault,
+                path: &VaultPath,
+                budget: usize,
+            ) -> VaultResult<Vec<u8>> {
+                self.0.push(path.as_str().to_owned());
+                NoteEntryEncoder.encode(vault, path, budget)
+            }
+        }
+        let names: Vec<String> = (0..30).map(|i| format!("n{i:02}.md")).collect();
+        let files: Vec<(&str, &str)> = names
+            .iter()
+            .map(|n| (n.as_str(), "some text of a note"))
+            .collect();
+        let f = fixture(&files);
+        let acl = Acl::unrestricted();
+        let scopes = Scopes::all();
+        let budget = 1000;
+        let mut counting = Counting::default();
+        let walk = Walk::new(
+            f.vault.root(),
+            &FolderPath::root(),
+            true,
+            WalkFilter::Notes,
+            None,
+        )
+        .unwrap();
+        let page = fill_page(
+            &read_request(&f.vault, &acl, &scopes, budget, DeniedPolicy::Omit),
+            walk_candidates(walk),
+            &mut counting,
+        );
+        let held: usize = page.notes.iter().map(|n| n.len()).sum();
+        assert!(held <= budget && page.used <= budget);
+        assert!(page.notes.len() > 1 && !page.exhausted);
+        // Every note emitted was read once; the one that did not fit was read once and left.
+        assert_eq!(counting.0.len(), page.notes.len() + 1);
+        let unique: std::collections::BTreeSet<_> = counting.0.iter().collect();
+        assert_eq!(unique.len(), counting.0.len());
+    }
+
     #[test]
     fn list_entries_are_small_and_page_too() {
         let f = fixture(&[("a.md", "aaaa"), ("b/c.md", "c")]);
@@ -1038,6 +1096,8 @@ mod tests {
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(24))]
 
+        // r[verify paging.order]
+        // r[verify paging.progress]
         #[test]
         fn paging_any_vault_emits_every_fitting_note_once_in_order(
             files in proptest::collection::btree_map("[ab]{1,2}(/[ab][ab.]?){0,2}", 0usize..400, 1..12),
