@@ -54,9 +54,10 @@ pub struct Bounds {
     pub max_prompts: u8,
     /// The clock stops here (choose at least `ttl_ticks` so it crosses the TTL).
     pub max_ticks: u8,
-    /// Note versions stop here (target changes and path-tool effects both count).
+    /// Target changes stop at this note version.
     pub max_versions: u8,
-    /// Runs per token and applications per requestState stop here.
+    /// Runs per token and applications per requestState stop here, and a note's version may
+    /// exceed `max_versions` by this much through the handlers' own writes.
     pub max_runs: u8,
 }
 
@@ -583,6 +584,9 @@ impl Model for GateChecker {
         if !self.bounds.routes.cli || next.tokens().len() >= usize::from(self.bounds.max_tokens) {
             next.forget_raised();
         }
+        // A refused state is answered with a fresh one; the explored client never uses more
+        // than `max_states`, so the surplus is dropped rather than the refusal pruned.
+        next.forget_states_beyond(usize::from(self.bounds.max_states));
         Some(next)
     }
 
@@ -594,7 +598,10 @@ impl Model for GateChecker {
                 .iter()
                 .all(|r| r.applied <= bounds.max_runs)
             && state.now() <= bounds.max_ticks
-            && state.versions().iter().all(|&v| v <= bounds.max_versions)
+            && state
+                .versions()
+                .iter()
+                .all(|&v| v <= bounds.max_versions.saturating_add(bounds.max_runs))
     }
 
     fn properties(&self) -> Vec<Property<Self>> {

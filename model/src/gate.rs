@@ -395,6 +395,12 @@ impl GateModel {
         self.raised.clear();
     }
 
+    /// Drops requestStates beyond the first `keep`: for a checker modelling a client that never
+    /// presents the fresh states it is offered beyond that many (a behaviour a client may have).
+    pub(crate) fn forget_states_beyond(&mut self, keep: usize) {
+        self.states.truncate(keep);
+    }
+
     fn observe(&mut self, observation: Observation) {
         self.seen |= observation.bit();
     }
@@ -456,6 +462,25 @@ impl GateModel {
     }
 
     fn raise(&mut self, call: Call, form: bool) -> Outcome {
+        let (state_fp, request_state) = self.raise_with_state(call, form);
+        Outcome::Raised {
+            state_fp,
+            request_state,
+        }
+    }
+
+    /// gate.token.refused, state.invalid-fresh: the call is answered as one without approval.
+    fn reraise(&mut self, refusal: Refusal, call: Call, form: bool) -> Outcome {
+        self.observe_refusal(refusal.kind);
+        let (state_fp, request_state) = self.raise_with_state(call, form);
+        Outcome::Reraised {
+            refusal,
+            state_fp,
+            request_state,
+        }
+    }
+
+    fn raise_with_state(&mut self, call: Call, form: bool) -> (Fp, Option<StateRef>) {
         let state_fp = self.record_raise(call);
         let request_state = form.then(|| {
             self.states.push(RequestStateRecord {
@@ -467,10 +492,7 @@ impl GateModel {
             });
             StateRef(index_u8(self.states.len() - 1))
         });
-        Outcome::Raised {
-            state_fp,
-            request_state,
-        }
+        (state_fp, request_state)
     }
 
     // r[impl cli.elicit.requires-raise]
@@ -570,17 +592,16 @@ impl GateModel {
 
     /// Redeems a CLI or library token. Order (a driver's implementation must agree): unknown
     /// token; vault, args_hash, caller (approval.bound); expiry (gate.token.expired); the atomic
-    /// consume (gate.token.single-use); drift for a state-bound token (drift.refuse, token
-    /// stays spent); then the call runs to `stage`.
+    /// consume (gate.token.single-use) — each of these refusals answers the call as one without
+    /// approval, recording a fresh raise (gate.token.refused); then drift for a state-bound token
+    /// (`replay_drift`, token stays spent, no raise); then the call runs to `stage`.
     // r[impl gate.token.check-before-consume]
     // r[impl release.no-effect-only]
     fn redeem_token(&mut self, tok: Tok, call: Call, stage: Stage, verifier: Verifier) -> Outcome {
         let defects = self.config.defects;
         let Some(index) = self.resolve_tok(tok) else {
-            return Outcome::Refused(Refusal::new(
-                clause::GATE_TOKEN_BOUND,
-                RefusalKind::UnknownToken,
-            ));
+            let unknown = Refusal::new(clause::GATE_TOKEN_REFUSED, RefusalKind::UnknownToken);
+            return self.reraise(unknown, call, false);
         };
         let token = self.tokens[index];
         let check = match self.binding_refusal(&token.binding, &call) {
@@ -600,8 +621,7 @@ impl GateModel {
             check.or(spent_refusal)
         };
         if let Some(refusal) = refusal {
-            self.observe_refusal(refusal.kind);
-            return Outcome::Refused(refusal);
+            return self.reraise(refusal, call, false);
         }
         self.tokens[index].spent = true;
 
@@ -702,20 +722,20 @@ impl GateModel {
         }
     }
 
-    /// Redeems a requestState. Order: does it open (state.seal.aad); the sealed call against
-    /// the presented one (approval.bound); expiry (state.ttl); the answer (trip.*); with the
-    /// extension the consumed-state store (state.ext.single-use, consumed before the drift
-    /// check like a token); drift (drift.refuse).
+    /// Redeems a requestState. Order: does it open at all, was it sealed for the presented
+    /// call (approval.bound, state.seal.aad), has it expired (state.ttl) — a state that does not
+    /// open is answered as a call without approval, with a fresh raise and requestState
+    /// (state.invalid-fresh); then the answer (trip.*); with the extension the consumed-state
+    /// store (state.ext.single-use, marked before the drift check, never given back); drift
+    /// (drift.refuse).
     fn redeem_state(&mut self, state: StateRef, call: Call, answer: Answer) -> Outcome {
         let defects = self.config.defects;
         let Some(index) = self.resolve_state(state) else {
-            return Outcome::Refused(Refusal::new(
-                clause::STATE_SEAL_AAD,
-                RefusalKind::InvalidState,
-            ));
+            let invalid = Refusal::new(clause::STATE_INVALID_FRESH, RefusalKind::InvalidState);
+            return self.reraise(invalid, call, true);
         };
         let record = self.states[index];
-        let refusal = if self.binding_refusal(&record.call, &call).is_some() {
+        let unopened = if self.binding_refusal(&record.call, &call).is_some() {
             Some(Refusal::new(
                 clause::APPROVAL_BOUND,
                 RefusalKind::StateMismatch,
@@ -723,9 +743,12 @@ impl GateModel {
         } else if self.is_expired(record.issued_at) && !defects.accept_expired_state {
             Some(Refusal::new(clause::STATE_TTL, RefusalKind::Expired))
         } else {
-            self.answer_refusal(answer)
+            None
         };
-        if let Some(refusal) = refusal {
+        if let Some(refusal) = unopened {
+            return self.reraise(refusal, call, true);
+        }
+        if let Some(refusal) = self.answer_refusal(answer) {
             self.observe_refusal(refusal.kind);
             return Outcome::Refused(refusal);
         }
@@ -772,8 +795,9 @@ impl GateModel {
     }
 
     /// The legacy shim's answer, inside the waiting handler. The prompt closes whatever happens
-    /// (trip.never-twice). Order: expiry of the verified state (approval.expiry); the answer;
-    /// drift between prompt and answer (drift.every-route).
+    /// (trip.never-twice). Order: an answer after the TTL counts as cancel
+    /// (trip.legacy-shim.no-answer, approval.expiry); the answer; drift between prompt and
+    /// answer (drift.every-route).
     fn shim_answer(&mut self, prompt: PromptRef, answer: Answer) -> Outcome {
         let defects = self.config.defects;
         let Some(index) = self.resolve_prompt(prompt) else {
@@ -781,8 +805,13 @@ impl GateModel {
         };
         let record = self.prompts.remove(index);
         let expired = self.is_expired(record.issued_at);
+        // trip.legacy-shim.no-answer: a prompt not answered within the TTL counts as cancel.
         let refusal = if expired && !defects.accept_expired_state {
-            Some(Refusal::new(clause::APPROVAL_EXPIRY, RefusalKind::Expired))
+            self.observe(Observation::ExpiredRefused);
+            Some(Refusal::new(
+                clause::TRIP_LEGACY_SHIM_NO_ANSWER,
+                RefusalKind::NotObtained,
+            ))
         } else {
             self.answer_refusal(answer)
         };

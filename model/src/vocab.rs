@@ -429,6 +429,23 @@ pub enum RefusalKind {
     StateMismatch,
 }
 
+impl RefusalKind {
+    /// The `details.token_rejected` value an implementation answers a refused token with
+    /// (gate.token.refused): `invalid` for an unknown token or one bound elsewhere, `expired`,
+    /// `spent`; `None` for kinds that are not token rejections.
+    pub fn token_rejected(self) -> Option<&'static str> {
+        match self {
+            RefusalKind::UnknownToken
+            | RefusalKind::WrongVault
+            | RefusalKind::WrongArgs
+            | RefusalKind::WrongCaller => Some("invalid"),
+            RefusalKind::Expired => Some("expired"),
+            RefusalKind::AlreadySpent => Some("spent"),
+            _ => None,
+        }
+    }
+}
+
 /// What became of a spent token when the call failed after clearing the gate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum TokenFate {
@@ -459,6 +476,16 @@ pub enum Outcome {
     Applied,
     /// Refused by the gate; nothing ran.
     Refused(Refusal),
+    /// The approval presented approves nothing, and the call is answered as one without
+    /// approval: a fresh raised request is recorded for the presented call (gate.token.refused,
+    /// state.invalid-fresh). A refused token gets `elicit_required` (`request_state: None`) with
+    /// `details.token_rejected` = [`RefusalKind::token_rejected`]; a requestState that does not
+    /// open gets `input_required` with a fresh requestState (`Some`, the next [`StateRef`]).
+    Reraised {
+        refusal: Refusal,
+        state_fp: Fp,
+        request_state: Option<StateRef>,
+    },
     /// The gate passed (a CLI token was spent) but the call failed at `stage`.
     AfterGate {
         stage: Stage,
@@ -472,10 +499,22 @@ pub enum Outcome {
 }
 
 impl Outcome {
+    /// The refusal inside a refused mint, a refusal or a re-raise.
+    pub fn refusal(&self) -> Option<Refusal> {
+        match self {
+            Outcome::MintRefused(r)
+            | Outcome::Refused(r)
+            | Outcome::Reraised { refusal: r, .. } => Some(*r),
+            _ => None,
+        }
+    }
+
     /// The clause this outcome is evidence of, for messages.
     pub fn clause(&self) -> Option<&'static str> {
         match self {
-            Outcome::MintRefused(r) | Outcome::Refused(r) => Some(r.clause),
+            Outcome::MintRefused(r)
+            | Outcome::Refused(r)
+            | Outcome::Reraised { refusal: r, .. } => Some(r.clause),
             Outcome::AfterGate {
                 stage,
                 fate: TokenFate::Released,
@@ -499,6 +538,7 @@ impl fmt::Display for Outcome {
         match self {
             Outcome::MintRefused(r) => write!(f, "MintRefused {r}"),
             Outcome::Refused(r) => write!(f, "Refused {r}"),
+            Outcome::Reraised { refusal, .. } => write!(f, "Reraised {refusal}"),
             other => write!(f, "{other:?}"),
         }
     }

@@ -15,6 +15,19 @@ fn refused(clause: &'static str, kind: RefusalKind) -> Outcome {
     Outcome::Refused(Refusal::new(clause, kind))
 }
 
+/// Asserts a token refusal: the call is answered `elicit_required` with a fresh raise.
+#[track_caller]
+fn assert_rejected(outcome: Outcome, clause: &'static str, kind: RefusalKind) {
+    assert!(
+        matches!(
+            outcome,
+            Outcome::Reraised { refusal, request_state: None, .. }
+                if refusal == Refusal::new(clause, kind)
+        ),
+        "{outcome:?}"
+    );
+}
+
 fn redeem(call: Call, stage: Stage, verifier: Verifier) -> Action {
     Action::RedeemToken {
         tok: Tok(0),
@@ -116,9 +129,10 @@ fn released_token_redeems_again_then_is_spent() {
     // Retry one tick later: the original expiry (tick 2) still holds.
     gate.apply(&Action::AdvanceClock);
     assert_eq!(gate.apply(&apply_token(delete(0))), Outcome::Applied);
-    assert_eq!(
+    assert_rejected(
         gate.apply(&apply_token(delete(0))),
-        refused(clause::GATE_TOKEN_SINGLE_USE, RefusalKind::AlreadySpent)
+        clause::GATE_TOKEN_SINGLE_USE,
+        RefusalKind::AlreadySpent,
     );
     assert_eq!(gate.tokens()[0].runs, 2);
     assert_eq!(gate.tokens()[0].releases, 1);
@@ -143,10 +157,10 @@ fn refusals_that_may_have_had_an_effect_keep_the_token_spent() {
             },
             "{stage:?}"
         );
-        assert_eq!(
+        assert_rejected(
             gate.apply(&apply_token(delete(0))),
-            refused(clause::GATE_TOKEN_SINGLE_USE, RefusalKind::AlreadySpent),
-            "{stage:?}"
+            clause::GATE_TOKEN_SINGLE_USE,
+            RefusalKind::AlreadySpent,
         );
     }
 }
@@ -196,9 +210,10 @@ fn drift_refuses_and_spends_the_token() {
         refused(clause::DRIFT_REFUSE, RefusalKind::Drift)
     );
     assert!(gate.applications().is_empty());
-    assert_eq!(
+    assert_rejected(
         gate.apply(&apply_token(delete(0))),
-        refused(clause::GATE_TOKEN_SINGLE_USE, RefusalKind::AlreadySpent)
+        clause::GATE_TOKEN_SINGLE_USE,
+        RefusalKind::AlreadySpent,
     );
     // The way on: raise again against the new state and mint a fresh token.
     gate.apply(&raise(delete(0)));
@@ -222,19 +237,25 @@ fn drift_refuses_and_spends_the_token() {
 #[test]
 fn another_caller_vault_or_call_is_refused_without_consuming() {
     let mut gate = minted();
-    assert_eq!(
+    assert_rejected(
         gate.apply(&apply_token(delete(1))),
-        refused(clause::APPROVAL_BOUND, RefusalKind::WrongCaller)
+        clause::APPROVAL_BOUND,
+        RefusalKind::WrongCaller,
     );
-    assert_eq!(
+    assert_rejected(
         gate.apply(&apply_token(Call::new(0, 1, Tool::DeleteNote, 0))),
-        refused(clause::APPROVAL_BOUND, RefusalKind::WrongVault)
+        clause::APPROVAL_BOUND,
+        RefusalKind::WrongVault,
     );
-    assert_eq!(
+    assert_rejected(
         gate.apply(&apply_token(Call::new(0, 0, Tool::ExecuteCommand, 0))),
-        refused(clause::APPROVAL_BOUND, RefusalKind::WrongArgs)
+        clause::APPROVAL_BOUND,
+        RefusalKind::WrongArgs,
     );
     assert!(!gate.tokens()[0].spent);
+    // Each refused presentation was answered as a call without approval: caller 1 now has a
+    // raised request of its own to mint from.
+    assert!(gate.live_raise(&delete(1)).is_some());
     assert_eq!(gate.apply(&apply_token(delete(0))), Outcome::Applied);
 }
 
@@ -245,9 +266,10 @@ fn expired_token_is_refused() {
     let mut gate = minted();
     gate.apply(&Action::AdvanceClock);
     gate.apply(&Action::AdvanceClock);
-    assert_eq!(
+    assert_rejected(
         gate.apply(&apply_token(delete(0))),
-        refused(clause::GATE_TOKEN_EXPIRED, RefusalKind::Expired)
+        clause::GATE_TOKEN_EXPIRED,
+        RefusalKind::Expired,
     );
 }
 
@@ -342,10 +364,21 @@ fn request_state_replays_unless_single_use() {
     assert_eq!(replayable.apply(&accept), Outcome::Applied);
     replayable.apply(&Action::AdvanceClock);
     replayable.apply(&Action::AdvanceClock);
+    // An expired state does not open: the call is answered with a fresh requestState.
     assert_eq!(
         replayable.apply(&accept),
-        refused(clause::STATE_TTL, RefusalKind::Expired)
+        Outcome::Reraised {
+            refusal: Refusal::new(clause::STATE_TTL, RefusalKind::Expired),
+            state_fp: tc_model::Fp::Empty,
+            request_state: Some(StateRef(1)),
+        }
     );
+    let fresh = Action::RedeemState {
+        state: StateRef(1),
+        call: command,
+        answer: Answer::Accept { approve: true },
+    };
+    assert_eq!(replayable.apply(&fresh), Outcome::Applied);
 
     let mut single = GateModel::new(ModelConfig {
         request_state_mode: RequestStateMode::SingleUse,
@@ -386,14 +419,15 @@ fn drift_is_refused_on_the_shim_and_the_prompt_closes() {
 fn out_of_range_handles_are_taken_modulo_and_never_panic() {
     let mut gate = GateModel::new(ModelConfig::default());
     let far = Call::new(7, 9, Tool::DeleteNote, 200);
-    assert_eq!(
+    assert_rejected(
         gate.apply(&Action::RedeemToken {
             tok: Tok(255),
             call: far,
             stage: Stage::Applied,
-            verifier: Verifier::Builtin
+            verifier: Verifier::Builtin,
         }),
-        refused(clause::GATE_TOKEN_BOUND, RefusalKind::UnknownToken)
+        clause::GATE_TOKEN_REFUSED,
+        RefusalKind::UnknownToken,
     );
     gate.apply(&raise(far));
     // Caller 7 is caller 1, vault 9 is vault 1, args 200 is args 0.
