@@ -39,6 +39,6 @@ pub use rewrite::{RewritePlan, TouchedNote};
 pub use tasks::{Date, Task, TaskStatus};
 pub use vault::{
     NoteContent, NoteStat, Precondition, SnapshotId, SnapshotInfo, Vault, VaultConfig,
-    WriteOutcome, content_hash,
+    WriteOutcome, content_hash, snapshot_dir_for,
 };
 pub use walk::{Candidate, DeniedPolicy, Page, PageRequest, Walk, WalkFilter};

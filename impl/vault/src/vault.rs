@@ -101,8 +101,9 @@ pub struct WriteOutcome {
 pub struct SnapshotId(String);
 
 impl SnapshotId {
-    /// Judges a caller's `snapshot_id`; anything else could name a path in the snapshot dir.
-    pub fn parse(raw: &str) -> VaultResult<Self> {
+    /// Judges a `snapshot_id`: only the id format is accepted, since anything else could
+    /// name a path in the snapshot folder.
+    pub fn parse(raw: &str) -> Option<Self> {
         let valid = raw.split_once('-').is_some_and(|(ms, nonce)| {
             ms.len() >= 13
                 && ms.len() <= 20
@@ -112,14 +113,7 @@ impl SnapshotId {
                     .bytes()
                     .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
         });
-        if valid {
-            Ok(SnapshotId(raw.to_owned()))
-        } else {
-            Err(VaultError::SnapshotNotFound {
-                path: String::new(),
-                id: Some(raw.to_owned()),
-            })
-        }
+        valid.then(|| SnapshotId(raw.to_owned()))
     }
 
     pub fn as_str(&self) -> &str {
@@ -130,7 +124,7 @@ impl SnapshotId {
 impl TryFrom<String> for SnapshotId {
     type Error = String;
     fn try_from(raw: String) -> Result<Self, String> {
-        SnapshotId::parse(&raw).map_err(|e| e.to_string())
+        SnapshotId::parse(&raw).ok_or_else(|| format!("{raw:?} is not a snapshot id"))
     }
 }
 
@@ -162,6 +156,27 @@ mod path_as_string {
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<VaultPath, D::Error> {
         let raw = String::deserialize(d)?;
         VaultPath::parse(&raw).map_err(serde::de::Error::custom)
+    }
+}
+
+/// `<cacheDir>/snapshots/<vault-id>/`, the snapshot folder of one vault. The id becomes a
+/// folder name, so it must be one plain segment (letters, digits, `-`, `_`, `.`, not `.` or
+/// `..` alone); anything else is refused rather than allowed to point elsewhere.
+pub fn snapshot_dir_for(cache_dir: &Path, vault_id: &str) -> VaultResult<PathBuf> {
+    let plain = !vault_id.is_empty()
+        && vault_id.len() <= 128
+        && vault_id != "."
+        && vault_id != ".."
+        && vault_id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
+    if plain {
+        Ok(cache_dir.join("snapshots").join(vault_id))
+    } else {
+        Err(VaultError::invalid(
+            vault_id,
+            "a vault id must be letters, digits, '-', '_' or '.'",
+        ))
     }
 }
 
@@ -385,9 +400,11 @@ impl Vault {
         }
     }
 
-    /// Restores a snapshot of `path` (the latest when `id` is `None`) with a create-only
-    /// write: refuses with `note_exists` if a note is at the path now. The snapshot is kept.
-    pub fn restore(&self, path: &VaultPath, id: Option<&SnapshotId>) -> VaultResult<SnapshotInfo> {
+    /// Restores a snapshot of `path` (`restore_note.snapshot_id`; the latest when `None`)
+    /// with a create-only write: refuses with `note_exists` if a note is at the path now,
+    /// and with `note_not_found` if no such snapshot of this path exists (an id of another
+    /// note's snapshot, or a malformed id, included). The snapshot is kept.
+    pub fn restore(&self, path: &VaultPath, id: Option<&str>) -> VaultResult<SnapshotInfo> {
         let info = self.find_snapshot(path, id)?;
         let dir = self.snapshot_dir.join(info.id.as_str());
         let bytes = fs::read(dir.join(SNAPSHOT_CONTENT))
@@ -405,18 +422,15 @@ impl Vault {
 
     /// The snapshot `restore` would use, without restoring it (for the confirmation
     /// fingerprint of `restore_note`).
-    pub fn find_snapshot(
-        &self,
-        path: &VaultPath,
-        id: Option<&SnapshotId>,
-    ) -> VaultResult<SnapshotInfo> {
+    pub fn find_snapshot(&self, path: &VaultPath, id: Option<&str>) -> VaultResult<SnapshotInfo> {
         let not_found = || VaultError::SnapshotNotFound {
             path: path.as_str().to_owned(),
-            id: id.map(|i| i.as_str().to_owned()),
+            id: id.map(str::to_owned),
         };
         match id {
-            Some(id) => {
-                let info = self.load_snapshot(id).map_err(|_| not_found())?;
+            Some(raw) => {
+                let id = SnapshotId::parse(raw).ok_or_else(not_found)?;
+                let info = self.load_snapshot(&id).map_err(|_| not_found())?;
                 if &info.path == path {
                     Ok(info)
                 } else {
@@ -446,11 +460,7 @@ impl Vault {
                 VaultError::io(self.snapshot_dir.display().to_string(), "list snapshots", e)
             })?;
             // Half-written snapshots (`.partial`) and foreign files are not snapshots.
-            let Some(id) = entry
-                .file_name()
-                .to_str()
-                .and_then(|name| SnapshotId::parse(name).ok())
-            else {
+            let Some(id) = entry.file_name().to_str().and_then(SnapshotId::parse) else {
                 continue;
             };
             if let Ok(info) = self.load_snapshot(&id)
@@ -1011,7 +1021,7 @@ mod tests {
         assert_eq!(f.vault.restore(&path, None).unwrap().id, s2.id);
         assert_eq!(f.vault.read(&path).unwrap().bytes, b"second");
         f.vault.delete(&path).unwrap();
-        assert_eq!(f.vault.restore(&path, Some(&s1.id)).unwrap(), s1);
+        assert_eq!(f.vault.restore(&path, Some(s1.id.as_str())).unwrap(), s1);
         assert_eq!(f.vault.read(&path).unwrap().bytes, b"first");
         // Snapshots live outside the vault, under the snapshot folder.
         assert!(!f.vault.snapshot_dir().starts_with(f.vault.root().path()));
@@ -1076,14 +1086,23 @@ mod tests {
             f.vault.restore(&path, None).unwrap_err().code(),
             "note_not_found"
         );
-        assert!(SnapshotId::parse("../../etc").is_err());
-        assert!(SnapshotId::parse("1800000000000-00112233445566ZZ").is_err());
+        assert!(SnapshotId::parse("../../etc").is_none());
+        assert!(SnapshotId::parse("1800000000000-00112233445566ZZ").is_none());
+        let err = f
+            .vault
+            .restore(&path, Some("../../etc/passwd"))
+            .unwrap_err();
+        assert_eq!(err.code(), "note_not_found");
+        assert_eq!(err.details()["snapshot_id"], "../../etc/passwd");
         let other = p("y.md");
         f.vault.write(&other, b"y", &Precondition::None).unwrap();
         let s = f.vault.snapshot_and_delete(&other).unwrap();
         // Another note's snapshot does not restore at this path.
         assert_eq!(
-            f.vault.restore(&path, Some(&s.id)).unwrap_err().code(),
+            f.vault
+                .restore(&path, Some(s.id.as_str()))
+                .unwrap_err()
+                .code(),
             "note_not_found"
         );
         assert_eq!(SnapshotId::parse(s.id.as_str()).unwrap(), s.id);
@@ -1094,6 +1113,18 @@ mod tests {
                 .code(),
             "note_not_found"
         );
+    }
+
+    #[test]
+    fn snapshot_dirs_per_vault_id() {
+        let cache = Path::new("/cache");
+        assert_eq!(
+            snapshot_dir_for(cache, "main").unwrap(),
+            Path::new("/cache/snapshots/main")
+        );
+        for bad in ["", ".", "..", "a/b", "../x", "a\\b", "a b", "ü"] {
+            assert!(snapshot_dir_for(cache, bad).is_err(), "{bad:?}");
+        }
     }
 
     #[test]
