@@ -376,6 +376,9 @@ impl Vault {
     /// Snapshots the note outside the vault, then deletes it (`delete_note` without
     /// `permanent`).
     pub fn snapshot_and_delete(&self, path: &VaultPath) -> VaultResult<SnapshotInfo> {
+        // The snapshot reads through a final link, so the link must stay inside the vault:
+        // otherwise a restore would copy an outside file in.
+        self.root.resolve_for_read(path)?;
         let target = self.root.resolve_for_write(path)?;
         let _guard = self.lock();
         note_metadata_nofollow(path, &target)?;
@@ -1163,8 +1166,14 @@ mod tests {
                 .file_type()
                 .is_symlink()
         );
-        // Deleting a link deletes the link, not what it points at.
+        // Deleting a link deletes the link, not what it points at; a link out of the vault
+        // is never snapshotted (a restore would bring the outside file in).
         std::os::unix::fs::symlink(&outside, f.vault.root().path().join("l2.md")).unwrap();
+        assert_eq!(
+            f.vault.snapshot_and_delete(&p("l2.md")).unwrap_err().code(),
+            "path_invalid"
+        );
+        assert!(f.vault.snapshots(None).unwrap().is_empty());
         f.vault.delete(&p("l2.md")).unwrap();
         assert_eq!(fs::read(&outside).unwrap(), b"keep");
     }
