@@ -8,7 +8,13 @@
 //! only from [`Bounds::origins`]; every approval is then presented by its own call and by calls
 //! that differ from it in exactly one binding (caller, vault, args_hash), which is what
 //! approval.bound needs. Calls are symmetric in everything but their handles, so a second
-//! originating caller or vault would only mirror the same states.
+//! originating caller or vault would only mirror the same states. State the explored world can
+//! no longer read is dropped (raised requests once no mint can follow; fresh requestStates beyond
+//! [`Bounds::max_states`], which the explored client never presents), and `Reopen` is not taken:
+//! it changes nothing in the model.
+//!
+//! [`GateChecker::all_routes`] lists every property at once; it is meant for judging states
+//! reached some other way (random walks, conformance runs), not for exhaustive exploration.
 
 use stateright::{Model, Property};
 
@@ -123,6 +129,22 @@ impl GateChecker {
                 max_runs: 2,
             },
         }
+    }
+
+    /// Every route at once, with the token world's bounds: its [`Model::properties`] are every
+    /// property the model has (for `config.request_state_mode`). Exploring it exhaustively is
+    /// far beyond a test's budget; use it to judge states reached by other means.
+    pub fn all_routes(config: ModelConfig) -> Self {
+        let mut checker = GateChecker::tokens(config);
+        checker.bounds.routes = Routes {
+            cli: true,
+            library: true,
+            request_state: true,
+            shim: true,
+        };
+        checker.bounds.max_states = 1;
+        checker.bounds.max_prompts = 1;
+        checker
     }
 
     /// The exact call and the calls differing from it in one binding.

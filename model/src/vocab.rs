@@ -380,6 +380,53 @@ impl Action {
     }
 }
 
+impl fmt::Display for Call {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}(args {}) by caller {} in vault {}",
+            self.tool.name(),
+            self.args.0,
+            self.caller.0,
+            self.vault.0
+        )
+    }
+}
+
+/// A one-line rendering for comparison failures, e.g.
+/// `RedeemToken(Tok(0)) delete_note(args 0) by caller 1 in vault 0 -> Applied/Builtin`.
+impl fmt::Display for Action {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Action::Raise { call, form } => {
+                write!(f, "Raise {call}{}", if *form { " (form)" } else { "" })
+            }
+            Action::Mint { call, state_fp } => write!(f, "Mint {call} --state-fp {state_fp:?}"),
+            Action::IssueUnbound { call } => write!(f, "IssueUnbound {call}"),
+            Action::RedeemToken {
+                tok,
+                call,
+                stage,
+                verifier,
+            } => write!(f, "RedeemToken({tok:?}) {call} -> {stage:?}/{verifier:?}"),
+            Action::RedeemState {
+                state,
+                call,
+                answer,
+            } => write!(f, "RedeemState({state:?}) {call} answering {answer:?}"),
+            Action::ShimPrompt { call } => write!(f, "ShimPrompt {call}"),
+            Action::ShimAnswer { prompt, answer } => {
+                write!(f, "ShimAnswer({prompt:?}) answering {answer:?}")
+            }
+            Action::ChangeTarget { vault, note } => {
+                write!(f, "ChangeTarget note {} in vault {}", note.0, vault.0)
+            }
+            Action::AdvanceClock => write!(f, "AdvanceClock"),
+            Action::Reopen => write!(f, "Reopen"),
+        }
+    }
+}
+
 /// Why something was refused: the clause that demands it and a short kind a driver can map its
 /// implementation's error to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
