@@ -495,18 +495,27 @@ impl GateModel {
         (state_fp, request_state)
     }
 
+    /// What `--state-fp` names for a mint of `call` with `choice`: `None` for no flag,
+    /// `Some(Some(fp))` for that fingerprint (a driver passes the implementation's fingerprint
+    /// recorded for it), `Some(None)` for a fingerprint that was never stored (a driver passes
+    /// any well-formed fingerprint it never saw). An implementation tells a superseded
+    /// fingerprint from an unknown one in its message; both are [`RefusalKind::StaleStateFp`].
+    pub fn state_fp_flag(&self, call: &Call, choice: FpChoice) -> Option<Option<Fp>> {
+        let live = self.live_raise(&self.config.normalize_call(call));
+        match choice {
+            FpChoice::Omitted => None,
+            FpChoice::Retained => Some(live.map(|request| request.fp)),
+            FpChoice::Superseded => Some(live.and_then(|request| request.superseded_fp)),
+            FpChoice::Unknown => Some(None),
+        }
+    }
+
     // r[impl cli.elicit.requires-raise]
     // r[impl cli.elicit.state-fp]
     fn mint(&mut self, call: Call, choice: FpChoice) -> Outcome {
         let defects = self.config.defects;
         let live = self.live_raise(&call).copied();
-        // `Some(None)`: the flag names a fingerprint that was never stored.
-        let flag: Option<Option<Fp>> = match choice {
-            FpChoice::Omitted => None,
-            FpChoice::Retained => Some(live.map(|request| request.fp)),
-            FpChoice::Superseded => Some(live.and_then(|request| request.superseded_fp)),
-            FpChoice::Unknown => Some(None),
-        };
+        let flag = self.state_fp_flag(&call, choice);
         let retained = live.map(|request| request.fp);
         let flag_matches = match flag {
             None => true,

@@ -40,6 +40,7 @@ pub struct Note(pub u8);
 /// A token handed out by a mint or a library issue, by index in issue order. Index-modulo: it
 /// designates token `n % issued`, so an action stays meaningful after a shrinker drops the
 /// action that issued some token; with no token issued yet it designates an unknown token.
+/// Handles saturate at 255, so past 256 issued tokens the later ones are not designated.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct Tok(pub u8);
