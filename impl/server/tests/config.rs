@@ -1,0 +1,484 @@
+//! The TOML configuration: parsing, defaults, errors that name the key, validation, the
+//! default cache directory and its precedence (spec/config.md, spec/cli.md cache clauses).
+
+use std::path::{Path, PathBuf};
+
+use tc_server::config::{
+    AuthMode, CacheEnv, Config, ConfigError, DEFAULT_ELICIT_TTL_SECONDS,
+    DEFAULT_MAX_RESPONSE_BYTES, JwksLocation, slugify,
+};
+use tempfile::TempDir;
+
+/// A temp dir with a `vault/` folder, where relative config paths resolve.
+fn workspace() -> TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir(dir.path().join("vault")).expect("vault dir");
+    dir
+}
+
+fn parse_in(dir: &Path, text: &str) -> Result<Config, ConfigError> {
+    Config::parse(text, "test.toml", dir)
+}
+
+const MINIMAL_VAULT: &str = "[[vaults]]\nid = \"main\"\nroot = \"vault\"\n";
+
+fn err_text(result: Result<Config, ConfigError>) -> String {
+    match result {
+        Ok(config) => panic!("expected an error, got {config:?}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+// r[verify config.file]
+// r[verify config.ttl.default]
+// r[verify config.legacy-shim]
+// r[verify config.governor]
+// r[verify config.auth]
+#[test]
+fn an_empty_file_gives_every_default() {
+    let dir = workspace();
+    let config = parse_in(dir.path(), "").expect("parses");
+    assert_eq!(config.elicit_ttl_seconds, DEFAULT_ELICIT_TTL_SECONDS);
+    assert_eq!(config.elicit_ttl_seconds, 300);
+    assert!(!config.legacy_elicitation_shim);
+    assert_eq!(
+        config.governor.max_response_bytes,
+        DEFAULT_MAX_RESPONSE_BYTES
+    );
+    assert_eq!(config.governor.max_response_bytes, 1_000_000);
+    assert_eq!(config.auth.mode, AuthMode::None);
+    assert!(config.cache_dir.is_none());
+    assert!(config.vaults.is_empty());
+}
+
+// r[verify config.file]
+// r[verify config.cache-dir]
+// r[verify config.auth]
+// r[verify config.vaults]
+#[test]
+fn every_key_is_read_with_the_seed_spelling() {
+    let dir = workspace();
+    let text = format!(
+        r#"
+cacheDir = "cache"
+elicitTtlSeconds = 120
+legacyElicitationShim = true
+[governor]
+maxResponseBytes = 4096
+[auth]
+mode = "jwt"
+jwtSecret = "0123456789abcdef0123456789abcdef"
+jwks = "keys/jwks.json"
+audience = "obsidian-tc"
+[auth.oidc]
+issuer = "https://issuer.example"
+{MINIMAL_VAULT}"#
+    );
+    let config = parse_in(dir.path(), &text).expect("parses");
+    assert_eq!(config.cache_dir, Some(dir.path().join("cache")));
+    assert_eq!(config.elicit_ttl_seconds, 120);
+    assert!(config.legacy_elicitation_shim);
+    assert_eq!(config.governor.max_response_bytes, 4096);
+    assert_eq!(config.auth.mode, AuthMode::Jwt);
+    assert_eq!(
+        config.auth.jwt_secret.as_deref(),
+        Some("0123456789abcdef0123456789abcdef")
+    );
+    assert_eq!(
+        config.auth.jwks_location(),
+        Some(JwksLocation::File(dir.path().join("keys/jwks.json")))
+    );
+    assert_eq!(config.auth.audience.as_deref(), Some("obsidian-tc"));
+    assert_eq!(
+        config.auth.oidc.as_ref().map(|o| o.issuer.as_str()),
+        Some("https://issuer.example")
+    );
+    assert_eq!(config.vaults.len(), 1);
+    assert_eq!(config.vaults[0].id, "main");
+    assert_eq!(
+        config.vaults[0].root,
+        dir.path().join("vault").canonicalize().unwrap()
+    );
+    // The secret never shows in Debug output.
+    assert!(!format!("{config:?}").contains("0123456789abcdef"));
+}
+
+#[test]
+fn a_jwks_url_stays_a_url() {
+    let dir = workspace();
+    let config = parse_in(
+        dir.path(),
+        "[auth]\nmode = \"jwt\"\njwks = \"https://idp.example/jwks.json\"\n",
+    )
+    .expect("parses");
+    assert_eq!(
+        config.auth.jwks_location(),
+        Some(JwksLocation::Url("https://idp.example/jwks.json".into()))
+    );
+}
+
+// r[verify config.unknown-key]
+#[test]
+fn an_unknown_key_is_named_with_its_table_path() {
+    let dir = workspace();
+    let cases = [
+        ("cachedir = \"x\"\n", "cachedir"),
+        (
+            "[governor]\nmaxResponseByte = 5\n",
+            "governor.maxResponseByte",
+        ),
+        ("[auth]\nmode = \"none\"\nsecret = \"x\"\n", "auth.secret"),
+        (
+            "[auth.oidc]\nissuer = \"https://a\"\nclient = \"x\"\n",
+            "auth.oidc.client",
+        ),
+        (
+            "[[vaults]]\nid = \"a\"\nroot = \"vault\"\npath = \"x\"\n",
+            "vaults[0].path",
+        ),
+        (
+            "[[vaults]]\nid = \"a\"\nroot = \"vault\"\n[vaults.acl]\nreadpaths = []\n",
+            "vaults[0].acl.readpaths",
+        ),
+        (
+            "[[vaults]]\nid = \"a\"\nroot = \"vault\"\n[[vaults.conventions]]\nglob = \"**\"\nmaxbytes = 3\n",
+            "vaults[0].conventions[0].maxbytes",
+        ),
+    ];
+    for (text, key) in cases {
+        let error = parse_in(dir.path(), text).expect_err(text);
+        assert_eq!(error.key(), Some(key), "{text}: {error}");
+        let message = error.to_string();
+        assert!(message.contains(key), "{message}");
+        assert!(message.contains("unknown field"), "{message}");
+        assert!(message.starts_with("test.toml line "), "{message}");
+    }
+}
+
+// r[verify config.bad-value]
+#[test]
+fn a_value_of_the_wrong_type_names_the_key() {
+    let dir = workspace();
+    let cases = [
+        ("elicitTtlSeconds = \"soon\"\n", "elicitTtlSeconds"),
+        ("legacyElicitationShim = \"yes\"\n", "legacyElicitationShim"),
+        (
+            "[governor]\nmaxResponseBytes = -1\n",
+            "governor.maxResponseBytes",
+        ),
+        ("[auth]\nmode = \"basic\"\n", "auth.mode"),
+        ("[[vaults]]\nid = 7\nroot = \"vault\"\n", "vaults[0].id"),
+        (
+            "[[vaults]]\nid = \"a\"\nroot = \"vault\"\n[vaults.acl]\nreadOnly = \"no\"\n",
+            "vaults[0].acl.readOnly",
+        ),
+    ];
+    for (text, key) in cases {
+        let error = parse_in(dir.path(), text).expect_err(text);
+        assert_eq!(error.key(), Some(key), "{text}: {error}");
+        assert!(error.to_string().contains(key), "{error}");
+    }
+}
+
+#[test]
+fn a_syntax_error_gives_the_line() {
+    let dir = workspace();
+    let message = err_text(parse_in(dir.path(), "elicitTtlSeconds = 3\n[auth\n"));
+    assert!(message.contains("line 2"), "{message}");
+}
+
+// r[verify config.ttl.positive]
+#[test]
+fn a_non_positive_ttl_is_refused() {
+    let dir = workspace();
+    for ttl in ["0", "-5"] {
+        let error = parse_in(dir.path(), &format!("elicitTtlSeconds = {ttl}\n")).expect_err(ttl);
+        assert_eq!(error.key(), Some("elicitTtlSeconds"));
+        assert!(error.to_string().contains("positive"), "{error}");
+    }
+    let huge = parse_in(dir.path(), "elicitTtlSeconds = 9223372036854775807\n").expect_err("huge");
+    assert_eq!(huge.key(), Some("elicitTtlSeconds"));
+}
+
+// r[verify config.governor]
+#[test]
+fn a_zero_response_cap_is_refused() {
+    let dir = workspace();
+    let error = parse_in(dir.path(), "[governor]\nmaxResponseBytes = 0\n").expect_err("zero");
+    assert_eq!(error.key(), Some("governor.maxResponseBytes"));
+}
+
+// r[verify config.auth.complete]
+#[test]
+fn incomplete_auth_settings_are_refused() {
+    let dir = workspace();
+    let jwt = parse_in(dir.path(), "[auth]\nmode = \"jwt\"\n").expect_err("jwt");
+    assert_eq!(jwt.key(), Some("auth.mode"));
+    assert!(jwt.to_string().contains("jwtSecret"), "{jwt}");
+    let oidc = parse_in(dir.path(), "[auth]\nmode = \"oidc\"\n").expect_err("oidc");
+    assert_eq!(oidc.key(), Some("auth.oidc.issuer"));
+    let not_url = parse_in(
+        dir.path(),
+        "[auth]\nmode = \"oidc\"\n[auth.oidc]\nissuer = \"issuer.example\"\n",
+    )
+    .expect_err("not a url");
+    assert_eq!(not_url.key(), Some("auth.oidc.issuer"));
+    let short = parse_in(
+        dir.path(),
+        "[auth]\nmode = \"jwt\"\njwtSecret = \"short\"\n",
+    )
+    .expect_err("short secret");
+    assert_eq!(short.key(), Some("auth.jwtSecret"));
+    assert!(
+        !short.to_string().contains("short\""),
+        "the secret is not echoed: {short}"
+    );
+    // Each mode is accepted once complete.
+    parse_in(dir.path(), "[auth]\nmode = \"jwt\"\njwks = \"jwks.json\"\n").expect("jwt+jwks");
+    parse_in(
+        dir.path(),
+        "[auth]\nmode = \"oidc\"\n[auth.oidc]\nissuer = \"https://issuer.example\"\n",
+    )
+    .expect("oidc");
+}
+
+// r[verify config.vaults]
+#[test]
+fn vault_ids_are_unique_and_roots_exist() {
+    let dir = workspace();
+    let twice = format!("{MINIMAL_VAULT}{MINIMAL_VAULT}");
+    let error = parse_in(dir.path(), &twice).expect_err("duplicate id");
+    assert_eq!(error.key(), Some("vaults[1].id"));
+    assert!(error.to_string().contains("unique"), "{error}");
+
+    let missing = parse_in(dir.path(), "[[vaults]]\nid = \"a\"\nroot = \"nowhere\"\n")
+        .expect_err("missing root");
+    assert_eq!(missing.key(), Some("vaults[0].root"));
+
+    std::fs::write(dir.path().join("file.md"), "x").unwrap();
+    let file = parse_in(dir.path(), "[[vaults]]\nid = \"a\"\nroot = \"file.md\"\n")
+        .expect_err("file root");
+    assert_eq!(file.key(), Some("vaults[0].root"));
+    assert!(file.to_string().contains("not a directory"), "{file}");
+
+    let empty =
+        parse_in(dir.path(), "[[vaults]]\nid = \"\"\nroot = \"vault\"\n").expect_err("empty");
+    assert_eq!(empty.key(), Some("vaults[0].id"));
+}
+
+// r[verify config.acl]
+// r[verify config.conventions]
+#[test]
+fn acl_and_conventions_are_read_and_bad_globs_named() {
+    let dir = workspace();
+    let text = r#"
+[[vaults]]
+id = "main"
+root = "vault"
+[vaults.acl]
+readOnly = true
+readPaths = ["**"]
+writePaths = []
+rules = [{ glob = "private/**", scopes = ["read:private"] }]
+[[vaults.conventions]]
+glob = "projects/**"
+requireFrontmatter = ["status"]
+[[vaults.conventions]]
+glob = "**"
+maxBytes = 10
+namePattern = '^[a-z]+\.md$'
+"#;
+    let config = parse_in(dir.path(), text).expect("parses");
+    let vault = &config.vaults[0];
+    let acl = vault.acl.as_ref().expect("acl");
+    assert!(acl.read_only);
+    assert_eq!(acl.write_paths.as_deref(), Some(&[][..]));
+    assert_eq!(
+        acl.delete_paths, None,
+        "absent list stays absent (unrestricted)"
+    );
+    assert_eq!(acl.rules[0].scopes, vec!["read:private".to_owned()]);
+    assert_eq!(vault.conventions.len(), 2);
+    assert_eq!(vault.conventions[1].max_bytes, Some(10));
+
+    let bad_glob =
+        "[[vaults]]\nid = \"a\"\nroot = \"vault\"\n[vaults.acl]\nwritePaths = [\"a/[\"]\n";
+    let error = parse_in(dir.path(), bad_glob).expect_err("bad acl glob");
+    assert_eq!(error.key(), Some("vaults[0].acl.writePaths"));
+    assert!(error.to_string().contains("a/["), "{error}");
+
+    let bad_rule = "[[vaults]]\nid = \"a\"\nroot = \"vault\"\n[[vaults.conventions]]\nglob = \"**\"\n\
+                    [[vaults.conventions]]\nglob = \"x\"\nnamePattern = \"(\"\n";
+    let error = parse_in(dir.path(), bad_rule).expect_err("bad pattern");
+    assert_eq!(error.key(), Some("vaults[0].conventions[1].namePattern"));
+
+    let bad_conv_glob =
+        "[[vaults]]\nid = \"a\"\nroot = \"vault\"\n[[vaults.conventions]]\nglob = \"{a\"\n";
+    let error = parse_in(dir.path(), bad_conv_glob).expect_err("bad convention glob");
+    assert_eq!(error.key(), Some("vaults[0].conventions[0].glob"));
+}
+
+// r[verify cli.serve.vault-dir]
+#[test]
+fn a_vault_dir_alone_is_one_vault_named_by_its_slug() {
+    let parent = tempfile::tempdir().unwrap();
+    let vault = parent.path().join("My Notes (2026)");
+    std::fs::create_dir(&vault).unwrap();
+    let config = Config::from_vault_dir(&vault).expect("config");
+    assert_eq!(config.vaults.len(), 1);
+    assert_eq!(config.vaults[0].id, "my-notes-2026");
+    assert_eq!(config.vaults[0].root, vault.canonicalize().unwrap());
+    assert_eq!(config.elicit_ttl_seconds, 300);
+
+    let missing = Config::from_vault_dir(&parent.path().join("absent")).expect_err("absent");
+    assert_eq!(missing.key(), Some("VAULT_DIR"));
+
+    // A config that lists vaults refuses VAULT_DIR; one that lists none takes it.
+    let dir = workspace();
+    let mut listed = parse_in(dir.path(), MINIMAL_VAULT).unwrap();
+    assert!(listed.add_vault_dir(&vault).is_err());
+    let mut unlisted = parse_in(dir.path(), "elicitTtlSeconds = 60\n").unwrap();
+    unlisted.add_vault_dir(&vault).expect("added");
+    assert_eq!(unlisted.vaults[0].id, "my-notes-2026");
+    assert_eq!(unlisted.elicit_ttl_seconds, 60);
+}
+
+#[test]
+fn slugs_are_lowercase_dashed_and_trimmed() {
+    assert_eq!(slugify("Vault"), "vault");
+    assert_eq!(slugify("  Work -- Notes!! "), "work-notes");
+    assert_eq!(slugify("über_vault"), "ber-vault");
+    assert_eq!(slugify("---"), "");
+    assert_eq!(slugify("a.b.c"), "a-b-c");
+}
+
+fn env(xdg: Option<&str>, home: Option<&str>) -> CacheEnv {
+    CacheEnv {
+        xdg_cache_home: xdg.map(Into::into),
+        home: home.map(Into::into),
+    }
+}
+
+// r[verify cli.cache-default]
+#[test]
+fn the_default_cache_dir_is_xdg_then_home() {
+    assert_eq!(
+        env(Some("/x/cache"), Some("/home/me")).default_cache_dir(),
+        Some(PathBuf::from("/x/cache/obsidian-tc"))
+    );
+    assert_eq!(
+        env(None, Some("/home/me")).default_cache_dir(),
+        Some(PathBuf::from("/home/me/.cache/obsidian-tc"))
+    );
+    // A relative XDG_CACHE_HOME is invalid per the XDG spec and ignored.
+    assert_eq!(
+        env(Some("rel"), Some("/home/me")).default_cache_dir(),
+        Some(PathBuf::from("/home/me/.cache/obsidian-tc"))
+    );
+    assert_eq!(env(None, None).default_cache_dir(), None);
+    let error = Config::default()
+        .resolve_cache_dir(None, &env(None, None))
+        .expect_err("no default");
+    assert!(error.to_string().contains("--cache-dir"), "{error}");
+}
+
+// r[verify cli.cache-precedence]
+#[test]
+fn flag_beats_config_beats_default() {
+    let dir = workspace();
+    let e = env(Some("/xdg"), None);
+    let with_config = parse_in(dir.path(), "cacheDir = \"/from/config\"\n").unwrap();
+    let flag = Path::new("/from/flag");
+    assert_eq!(
+        with_config.resolve_cache_dir(Some(flag), &e).unwrap(),
+        PathBuf::from("/from/flag")
+    );
+    assert_eq!(
+        with_config.resolve_cache_dir(None, &e).unwrap(),
+        PathBuf::from("/from/config")
+    );
+    assert_eq!(
+        Config::default().resolve_cache_dir(None, &e).unwrap(),
+        PathBuf::from("/xdg/obsidian-tc")
+    );
+}
+
+// r[verify cli.cache-outside-vault]
+#[test]
+fn a_cache_dir_inside_a_vault_is_refused() {
+    let dir = workspace();
+    let inside = format!("cacheDir = \"vault/.cache\"\n{MINIMAL_VAULT}");
+    let error = parse_in(dir.path(), &inside).expect_err("inside");
+    assert_eq!(error.key(), Some("cacheDir"));
+    assert!(error.to_string().contains("outside"), "{error}");
+
+    // The vault root itself, and a sneaky path through `..`, are inside too.
+    let via_dots = format!("cacheDir = \"other/../vault\"\n{MINIMAL_VAULT}");
+    assert!(parse_in(dir.path(), &via_dots).is_err());
+
+    // The flag and the default are checked as well.
+    let config = parse_in(dir.path(), MINIMAL_VAULT).unwrap();
+    let flag = dir.path().join("vault/deeper/cache");
+    let error = config
+        .resolve_cache_dir(Some(&flag), &env(None, None))
+        .expect_err("flag inside");
+    assert_eq!(error.key(), Some("--cache-dir"));
+    let xdg = dir.path().join("vault");
+    let error = config
+        .resolve_cache_dir(None, &env(Some(xdg.to_str().unwrap()), None))
+        .expect_err("default inside");
+    assert_eq!(error.key(), Some("default cache directory"));
+
+    // Beside the vault is fine, even though the names share a prefix.
+    let beside = dir.path().join("vault-cache");
+    assert_eq!(
+        config
+            .resolve_cache_dir(Some(&beside), &env(None, None))
+            .unwrap(),
+        beside
+    );
+}
+
+/// The example config shipped in examples/, copied beside a `vault/` folder.
+fn example_text() -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/obsidian-tc.toml");
+    std::fs::read_to_string(&path).expect("examples/obsidian-tc.toml")
+}
+
+// r[verify config.file]
+#[test]
+fn the_example_config_parses() {
+    let dir = workspace();
+    let config = parse_in(dir.path(), &example_text()).expect("example parses");
+    assert_eq!(config.vaults[0].id, "example");
+    assert!(config.vaults[0].acl.is_some());
+    assert_eq!(config.vaults[0].conventions.len(), 3);
+    assert_eq!(config.auth.mode, AuthMode::None);
+}
+
+#[test]
+fn the_example_config_parses_with_every_optional_key_switched_on() {
+    // `#key = …` lines (no space after #) are settings the example leaves off.
+    let text: String = example_text()
+        .lines()
+        .map(|line| match line.strip_prefix('#') {
+            Some(rest) if rest.starts_with(|c: char| c.is_ascii_alphabetic() || c == '[') => rest,
+            _ => line,
+        })
+        .map(|line| format!("{line}\n"))
+        .collect();
+    assert!(
+        text.contains("\njwtSecret = "),
+        "the example lists jwtSecret"
+    );
+    assert!(
+        text.contains("\n[auth.oidc]\n"),
+        "the example lists [auth.oidc]"
+    );
+    let dir = workspace();
+    let config = parse_in(dir.path(), &text).expect("example with every key parses");
+    assert!(config.auth.jwt_secret.is_some());
+    assert!(config.auth.jwks.is_some());
+    assert!(config.auth.audience.is_some());
+    assert!(config.auth.oidc.is_some());
+}
