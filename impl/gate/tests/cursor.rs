@@ -263,6 +263,7 @@ fn truncations_and_garbage_are_invalid() {
     );
 }
 
+// r[verify paging.cursor.size]
 #[test]
 fn every_real_path_fits_and_longer_positions_are_refused_at_seal() {
     let codec = codec(8);

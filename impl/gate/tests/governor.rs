@@ -26,6 +26,7 @@ fn exactly_the_cap_fits_and_one_more_byte_is_refused() {
 }
 
 // r[verify governor.cap]
+// r[verify governor.single-serialization]
 #[test]
 fn a_fitting_result_is_the_bytes_to_send() {
     let governor = Governor::new(DEFAULT_MAX_RESPONSE_BYTES);

@@ -289,6 +289,7 @@ fn a_jwt_keyed_state_is_refused_once_and_a_fresh_one_works() {
 }
 
 // r[verify state.upgrade-refuse-once]
+// r[verify state.ext.legacy-format]
 #[test]
 fn only_a_well_formed_legacy_envelope_is_legacy() {
     let sealer = sealer(4);
