@@ -17,6 +17,7 @@ use sha2::{Digest, Sha256};
 
 use crate::clock::{Clock, Entropy};
 use crate::events::{Counters, CountersSnapshot, Event, EventName, RefusalReason, caller_hash};
+use crate::request_state::OpenedState;
 use crate::state_fp::{InvalidStateFp, StateFp};
 use crate::store::{self, NewEvent, NewRaise, NewToken, Store, StoreError, SweepReport};
 use crate::verifier::{BuiltinVerifier, Verifier};
@@ -763,14 +764,15 @@ impl Gate {
     }
 
     // r[impl state.ext.single-use]
-    /// Admits a verified requestState by the id and expiry its seal carries. Replayable mode
-    /// (the seed's default) admits it every time within its TTL; SingleUse mode records the
-    /// id and refuses it the second time.
-    pub fn admit_request_state(
-        &self,
-        state_id: &str,
-        expires_at_ms: i64,
-    ) -> Result<(), AdmitError> {
+    /// Admits a verified requestState before its handler runs. Replayable mode (the seed's
+    /// default) admits it every time within its TTL; SingleUse mode records its id durably
+    /// (shared by every process on this cache.db) and refuses it the second time.
+    pub fn admit_request_state(&self, opened: &OpenedState) -> Result<(), AdmitError> {
+        self.admit_state_id(opened.id.as_str(), opened.expires_at_ms)
+    }
+
+    /// [`Gate::admit_request_state`] by the id and expiry a state carries.
+    pub fn admit_state_id(&self, state_id: &str, expires_at_ms: i64) -> Result<(), AdmitError> {
         match self.inner.config.request_state_mode {
             RequestStateMode::Replayable => Ok(()),
             RequestStateMode::SingleUse => {

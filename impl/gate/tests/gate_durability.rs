@@ -313,3 +313,56 @@ fn child_process_entry() {
         other => panic!("unknown child mode {other}"),
     }
 }
+
+// r[verify state.ext.single-use]
+// r[verify state.ext.durable]
+#[test]
+fn a_sealed_single_use_state_is_admitted_once_across_processes_sharing_cache_db() {
+    use tc_gate::clock::SeededEntropy;
+    use tc_gate::keys::ServerSecret;
+    use tc_gate::request_state::{RequestStateSealer, StateBinding};
+    use tc_gate::{AdmitError, GateConfig, RequestStateMode, Store};
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("cache.db");
+    let clock = ManualClock::new(START_MS);
+    let single_use = || {
+        Gate::new(
+            Store::open(&path).expect("open"),
+            Arc::new(clock.clone()),
+            Arc::new(SeededEntropy::new(3)),
+            GateConfig::new(TTL_SECONDS)
+                .expect("ttl")
+                .with_request_state_mode(RequestStateMode::SingleUse),
+        )
+    };
+    let (server_a, server_b) = (single_use(), single_use());
+    let entropy = SeededEntropy::new(9);
+    let sealer = RequestStateSealer::new(&ServerSecret::ephemeral(&entropy));
+    let binding = StateBinding {
+        caller: DELETE.caller,
+        vault: DELETE.vault,
+        tool: DELETE.tool,
+        args_hash: DELETE.args_hash,
+        state_fp: "",
+    };
+    let sealed = sealer.seal(&binding, TTL_MS as u64, START_MS, &entropy);
+    let opened = sealer
+        .open(&sealed.token, &binding, START_MS + 1)
+        .expect("authentic");
+    server_a
+        .admit_request_state(&opened)
+        .expect("first presentation");
+    let again = sealer
+        .open(&sealed.token, &binding, START_MS + 2)
+        .expect("still authentic: the codec does not consume");
+    assert!(matches!(
+        server_b.admit_request_state(&again),
+        Err(AdmitError::AlreadyUsed)
+    ));
+    drop((server_a, server_b));
+    assert!(matches!(
+        single_use().admit_request_state(&again),
+        Err(AdmitError::AlreadyUsed)
+    ));
+}

@@ -972,12 +972,8 @@ fn a_replayable_request_state_is_admitted_again_within_its_ttl() {
     let f = fixture();
     assert_eq!(f.gate.request_state_mode(), RequestStateMode::Replayable);
     let expires = START_MS + TTL_MS;
-    f.gate
-        .admit_request_state("state-1", expires)
-        .expect("first");
-    f.gate
-        .admit_request_state("state-1", expires)
-        .expect("again");
+    f.gate.admit_state_id("state-1", expires).expect("first");
+    f.gate.admit_state_id("state-1", expires).expect("again");
 }
 
 // r[verify state.ext.single-use]
@@ -990,15 +986,13 @@ fn a_single_use_request_state_is_admitted_once_and_swept_after_expiry() {
             .with_request_state_mode(RequestStateMode::SingleUse),
     );
     let expires = START_MS + TTL_MS;
-    f.gate
-        .admit_request_state("state-1", expires)
-        .expect("first");
+    f.gate.admit_state_id("state-1", expires).expect("first");
     assert!(matches!(
-        f.gate.admit_request_state("state-1", expires),
+        f.gate.admit_state_id("state-1", expires),
         Err(AdmitError::AlreadyUsed)
     ));
     f.gate
-        .admit_request_state("state-2", expires)
+        .admit_state_id("state-2", expires)
         .expect("another state");
     assert_eq!(
         f.gate
@@ -1012,7 +1006,28 @@ fn a_single_use_request_state_is_admitted_once_and_swept_after_expiry() {
     assert_eq!(f.gate.sweep().expect("sweep").consumed_states, 2);
     // Swept ids cannot come back: the state itself has expired.
     assert!(matches!(
-        f.gate.admit_request_state("state-1", expires),
+        f.gate.admit_state_id("state-1", expires),
         Err(AdmitError::Expired)
     ));
+}
+
+#[test]
+fn the_gate_and_its_guards_can_move_between_threads_and_tasks() {
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<tc_gate::Gate>();
+    send_sync::<tc_gate::Redemption>();
+    send_sync::<tc_gate::HandlerRun>();
+    send_sync::<tc_gate::ReleaseTicket>();
+    let f = fixture();
+    let token = raise_and_issue(&f, &DELETE, &StateFp::none());
+    let redemption = f
+        .gate
+        .redeem(&token, &DELETE, StateFp::none)
+        .expect("redeem");
+    let outcome = std::thread::spawn(move || {
+        redemption.release(NoEffect::CancelledBeforeHandler, &BuiltinVerifier)
+    })
+    .join()
+    .expect("thread");
+    assert!(matches!(outcome, Ok(ReleaseOutcome::Released { .. })));
 }
