@@ -1,0 +1,66 @@
+//! `obsidian-tc serve`: what is decided before the server starts (spec/cli.md
+//! `cli.serve.vault-dir`, `cli.cache-*`, `cli.serve.transports`; spec/auth.md
+//! `auth.none.loopback`; spec/config.md `config.legacy-shim`).
+//!
+//! [`plan`] turns the arguments into a [`ServePlan`]: the validated configuration with the
+//! `VAULT_DIR` vault added, the cache directory (`--cache-dir` > `cacheDir` > default, never
+//! inside a vault), the transport, and whether the legacy stdio shim is on. Every refusal
+//! happens here, before anything is bound or written.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use tc_server::auth::check_bind;
+use tc_server::config::{CacheEnv, Config};
+
+use crate::Refusal;
+use crate::cli::ServeArgs;
+
+/// How `serve` will run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServePlan {
+    pub config: Config,
+    pub cache_dir: PathBuf,
+    pub transport: Transport,
+    /// `--legacy-elicitation-shim` or `legacyElicitationShim`; stdio only.
+    pub legacy_elicitation_shim: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transport {
+    Stdio,
+    /// Streamable HTTP at `http://ADDR/mcp`.
+    Http(SocketAddr),
+}
+
+pub fn plan(args: &ServeArgs, env: &CacheEnv) -> Result<ServePlan, Refusal> {
+    let mut config = match &args.config {
+        Some(path) => Config::load(path).map_err(Refusal::config)?,
+        None => Config::default(),
+    };
+    if let Some(vault_dir) = &args.vault_dir {
+        config.add_vault_dir(vault_dir).map_err(Refusal::config)?;
+    }
+    if config.vaults.is_empty() {
+        return Err(Refusal::new(
+            "there is no vault to serve; pass VAULT_DIR or a --config FILE that lists [[vaults]]",
+        ));
+    }
+    let cache_dir = config
+        .resolve_cache_dir(args.cache_dir.as_deref(), env)
+        .map_err(Refusal::config)?;
+    let transport = match args.http {
+        None => Transport::Stdio,
+        Some(addr) => {
+            check_bind(config.auth.mode, addr).map_err(|e| Refusal::new(e.to_string()))?;
+            Transport::Http(addr)
+        }
+    };
+    let legacy_elicitation_shim = args.legacy_elicitation_shim || config.legacy_elicitation_shim;
+    Ok(ServePlan {
+        config,
+        cache_dir,
+        transport,
+        legacy_elicitation_shim,
+    })
+}
