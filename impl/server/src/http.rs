@@ -167,6 +167,10 @@ fn split_host(host: &str) -> Option<(String, Option<u16>)> {
 /// behind bearer authentication, all behind the Host and Origin checks. `mcp_service`'s
 /// routes are relative to `/mcp` (its `/` answers `/mcp`); its handlers find the
 /// authenticated [`Caller`] in the request extensions.
+///
+/// For rmcp's `StreamableHttpService`, pass `Router::new().route_service("/", service)`;
+/// rmcp hands each handler the request's `http::request::Parts` in its context extensions,
+/// and the [`Caller`] sits in those parts' extensions.
 pub fn router(state: HttpState, mcp_service: Router) -> Router {
     let mcp = mcp_service.layer(middleware::from_fn_with_state(
         state.clone(),
