@@ -21,6 +21,7 @@ pub mod conventions;
 pub mod error;
 pub mod links;
 pub mod note;
+pub mod paging_tools;
 pub mod path;
 pub mod rewrite;
 pub mod tasks;

@@ -1,0 +1,625 @@
+//! The `read_notes` and `list_notes` tools: one page per call, under the governor's cap,
+//! with a signed cursor to the next (spec `paging.*`, `tools.read-notes`,
+//! `tools.list-notes`; CONTRACT.md §3, §5; issue 4 item 5; seed: "read_notes is the
+//! exception to that refusal: it stays under the cap by paging").
+//!
+//! # The contract with the registry and the server
+//!
+//! [`read_notes`] and [`list_notes`] return a [`PageOutput`] whose `json` is the **final
+//! result object**, serialized once:
+//! `{"vault":…,"notes":[…],"errors":[{path,code,message,details?}],"next_cursor":…|null}`
+//! (`read_notes` notes are `{path, content, frontmatter, content_hash}`; `list_notes` notes
+//! are `{path, size}`). The server puts exactly these bytes in the response
+//! (`structuredContent` and the text block) without serializing the notes again, and the
+//! governor stage admits them by length (`Governor::admit_serialized`). Their length never
+//! exceeds [`PageLimits::page_cap`] = `max_response_bytes − envelope_allowance`: the
+//! governor judges the result object alone (spec `governor.measure`), so the default
+//! allowance is [`DEFAULT_ENVELOPE_ALLOWANCE`] = 0; a server that counts some wrapper of
+//! its own against the cap sets that wrapper's size there. (One exception, for a cap too
+//! small to be useful: a page's first `errors` entry is emitted even if it alone is over the
+//! budget, so the walk still advances; the governor then judges that page.)
+//!
+//! A refusal of the whole call is a [`PagingError`] whose [`code`](PagingError::code),
+//! [`details`](PagingError::details) and message fill the error envelope: a bad cursor is
+//! `invalid_input` with `details.reason` (`expired`, `invalid`, `foreign`,
+//! `request_mismatch`); `paths` and `folder` both or neither is `validation_error`.
+//!
+//! # How a page is made
+//!
+//! The cursor is bound (HMAC, tc-gate's [`CursorCodec`]) to the caller, the tool and the
+//! digest of the request with defaults filled and without `cursor`: `{vault, folder,
+//! recursive}` for a folder walk (folder normalized, so `"a/"` and `"a"` are one request)
+//! and `{vault, paths}` for explicit paths (`recursive` plays no part there and is
+//! ignored). Its position is the last path the page consumed (folder walk: the next page
+//! walks strictly after it, so notes added or removed meanwhile are neither skipped nor
+//! repeated) or the index of the next path (`paths`).
+//!
+//! The budget for the entries is the page cap minus the envelope around them, counted with
+//! a cursor long enough for the page's position. Positions are paths of any length up to
+//! 4,096 bytes, and the page's last path is only known once it is full; so the envelope is
+//! reserved for a position of [`position_reserve`] bytes (1/64 of the cap, up to 4,096;
+//! or the page's first path, if longer), and a later path longer than that ends the page before it. The cursor then
+//! always fits in what was reserved, and no page is assembled twice.
+//!
+//! The folder ACL is checked for every note on every page, against whatever ACL and scopes
+//! the call brings (so a path revoked mid-walk is not served): a folder walk leaves out what
+//! the caller may not read, explicit `paths` report it as `acl_denied`. A folder the walk
+//! cannot list becomes one `errors` entry and the walk resumes after its whole subtree, so
+//! an unreadable folder cannot hold the walk in place forever.
+
+use std::fmt;
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tc_gate::clock::Clock;
+use tc_gate::cursor::{CursorClaims, CursorCodec, CursorError, request_digest};
+
+use crate::acl::{Acl, Scopes};
+use crate::error::VaultError;
+use crate::path::{FolderPath, MAX_PATH_BYTES, VaultPath};
+use crate::vault::Vault;
+use crate::walk::{
+    Candidate, DeniedPolicy, EntryEncoder, ListEntryEncoder, NoteEntryEncoder, Page, PageRequest,
+    Walk, WalkFilter, envelope_overhead, fill_page, walk_candidates,
+};
+
+/// The tool names, as bound into their cursors.
+pub const READ_NOTES: &str = "read_notes";
+pub const LIST_NOTES: &str = "list_notes";
+
+/// Bytes of the page cap left for a wrapper the server counts against the cap (none: the
+/// governor measures the result object alone).
+pub const DEFAULT_ENVELOPE_ALLOWANCE: usize = 0;
+
+/// A page reserves cursor room for a position of 1/64 of its cap (at most the longest path,
+/// 4,096 bytes, which a 256 KiB cap already reaches): about 2% of a small page, and no cut
+/// at all from a cap of 256 KiB on. A page ends before a path longer than its reserve,
+/// unless that path opens the page.
+pub const POSITION_RESERVE_DIVISOR: usize = 64;
+
+/// The position length a page with this cap reserves cursor room for.
+pub fn position_reserve(page_cap: usize) -> usize {
+    (page_cap / POSITION_RESERVE_DIVISOR).min(MAX_PATH_BYTES)
+}
+
+/// The size limits of one page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PageLimits {
+    /// `governor.maxResponseBytes`.
+    pub max_response_bytes: usize,
+    /// Bytes of the cap the server needs for a wrapper of its own around the result object.
+    pub envelope_allowance: usize,
+}
+
+impl PageLimits {
+    /// The limits for a governor cap, with [`DEFAULT_ENVELOPE_ALLOWANCE`].
+    pub fn new(max_response_bytes: usize) -> Self {
+        PageLimits {
+            max_response_bytes,
+            envelope_allowance: DEFAULT_ENVELOPE_ALLOWANCE,
+        }
+    }
+
+    /// The most bytes a page's `json` may have.
+    pub fn page_cap(&self) -> usize {
+        self.max_response_bytes
+            .saturating_sub(self.envelope_allowance)
+    }
+}
+
+/// What a page is made with: the served vault, its ACL, the cursor key, the time, the cap.
+/// The ACL is taken per call, so a change of it between pages applies to the next page.
+#[derive(Debug, Clone, Copy)]
+pub struct PagingContext<'a> {
+    pub vault: &'a Vault,
+    pub acl: &'a Acl,
+    pub codec: &'a CursorCodec,
+    pub clock: &'a dyn Clock,
+    pub limits: PageLimits,
+}
+
+/// `read_notes` arguments (CONTRACT.md §3): exactly one of `paths` and `folder`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReadNotesArgs {
+    /// The vault id; the registry resolves it, this only checks it names the served vault.
+    #[serde(default)]
+    pub vault: Option<String>,
+    #[serde(default)]
+    pub paths: Option<Vec<String>>,
+    #[serde(default)]
+    pub folder: Option<String>,
+    /// Folder walks only; default true.
+    #[serde(default)]
+    pub recursive: Option<bool>,
+    #[serde(default)]
+    pub cursor: Option<String>,
+}
+
+/// `list_notes` arguments (CONTRACT.md §3): `folder` (the root when absent), `recursive`
+/// (default true), `cursor`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ListNotesArgs {
+    #[serde(default)]
+    pub vault: Option<String>,
+    #[serde(default)]
+    pub folder: Option<String>,
+    #[serde(default)]
+    pub recursive: Option<bool>,
+    #[serde(default)]
+    pub cursor: Option<String>,
+}
+
+impl ReadNotesArgs {
+    /// Arguments from a `tools/call`'s JSON; a shape error is `validation_error`.
+    pub fn from_value(args: &Value) -> Result<Self, PagingError> {
+        Self::deserialize(args).map_err(|e| PagingError::validation("", e.to_string()))
+    }
+}
+
+impl ListNotesArgs {
+    /// Arguments from a `tools/call`'s JSON; a shape error is `validation_error`.
+    pub fn from_value(args: &Value) -> Result<Self, PagingError> {
+        Self::deserialize(args).map_err(|e| PagingError::validation("", e.to_string()))
+    }
+}
+
+/// One page, ready to send.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PageOutput {
+    /// The result object's JSON, final (see the module docs); at most `page_cap` bytes.
+    pub json: String,
+    /// The cursor in `json`, `None` on the last page.
+    pub next_cursor: Option<String>,
+    /// How many entries `notes` and `errors` hold.
+    pub notes: usize,
+    pub errors: usize,
+}
+
+/// A refusal of the whole call (per-path problems are `errors` entries instead).
+#[derive(Debug, thiserror::Error)]
+pub enum PagingError {
+    /// The arguments break the tool's rules: `validation_error`.
+    #[error("{message}")]
+    Validation {
+        /// JSON pointer of the offending argument (`""` for the arguments as a whole).
+        pointer: String,
+        message: String,
+    },
+    /// A bad cursor: `invalid_input` with `details.reason`.
+    #[error(transparent)]
+    Cursor(#[from] CursorError),
+    /// The folder argument was refused or could not be walked (`path_invalid`,
+    /// `note_not_found`, or a file-system failure).
+    #[error(transparent)]
+    Vault(#[from] VaultError),
+    /// A fault of the server itself: `internal_error`.
+    #[error("{0}")]
+    Internal(String),
+}
+
+impl PagingError {
+    fn validation(pointer: impl Into<String>, message: impl Into<String>) -> Self {
+        PagingError::Validation {
+            pointer: pointer.into(),
+            message: message.into(),
+        }
+    }
+
+    /// The error code of CONTRACT.md §4 (a vault error keeps its own, see
+    /// [`VaultError::code`]).
+    pub fn code(&self) -> &'static str {
+        match self {
+            PagingError::Validation { .. } => "validation_error",
+            PagingError::Cursor(_) => "invalid_input",
+            PagingError::Vault(error) => error.code(),
+            PagingError::Internal(_) => "internal_error",
+        }
+    }
+
+    /// The `details` of the error envelope.
+    pub fn details(&self) -> Value {
+        match self {
+            PagingError::Validation { pointer, message } => {
+                json!({"errors": [{"pointer": pointer, "message": message}]})
+            }
+            PagingError::Cursor(error) => json!({"reason": error.reason()}),
+            PagingError::Vault(error) => error.details(),
+            PagingError::Internal(_) => json!({}),
+        }
+    }
+}
+
+/// The input schema of `read_notes` (spec `tools.schema`). "Exactly one of `paths` and
+/// `folder`" is said in the descriptions and enforced by [`read_notes`], not by a top-level
+/// `oneOf`, which several MCP clients refuse in a tool's input schema.
+pub fn read_notes_input_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "vault": {"type": "string", "description": "Vault id; optional when one vault is served."},
+            "paths": {
+                "type": "array",
+                "items": {"type": "string", "maxLength": MAX_PATH_BYTES},
+                "minItems": 1,
+                "description": "Vault-relative note paths, read in this order. Give either paths or folder."
+            },
+            "folder": {
+                "type": "string",
+                "maxLength": MAX_PATH_BYTES,
+                "description": "Read every note under this folder (\"\" = the vault root), in sorted path order. Give either paths or folder."
+            },
+            "recursive": {"type": "boolean", "default": true, "description": "With folder: include subfolders."},
+            "cursor": {"type": "string", "description": "The next_cursor of the previous page; repeat the same request with it until next_cursor is null."}
+        },
+        "additionalProperties": false
+    })
+}
+
+/// The input schema of `list_notes` (spec `tools.schema`).
+pub fn list_notes_input_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "vault": {"type": "string", "description": "Vault id; optional when one vault is served."},
+            "folder": {"type": "string", "default": "", "maxLength": MAX_PATH_BYTES, "description": "Folder to list (\"\" = the vault root)."},
+            "recursive": {"type": "boolean", "default": true, "description": "Include subfolders."},
+            "cursor": {"type": "string", "description": "The next_cursor of the previous page; repeat the same request with it until next_cursor is null."}
+        },
+        "additionalProperties": false
+    })
+}
+
+/// Where the notes of a request come from.
+enum Source<'a> {
+    Paths(&'a [String]),
+    Folder { folder: FolderPath, recursive: bool },
+}
+
+/// One page of `read_notes` for `caller` (see the module docs for what is returned).
+// r[impl paging.read-notes.no-overflow]
+// r[impl paging.one-source]
+pub fn read_notes(
+    ctx: &PagingContext<'_>,
+    caller: &str,
+    scopes: &Scopes,
+    args: &ReadNotesArgs,
+) -> Result<PageOutput, PagingError> {
+    check_vault(ctx, args.vault.as_deref())?;
+    let source = match (&args.paths, &args.folder) {
+        (Some(_), Some(_)) => {
+            return Err(PagingError::validation(
+                "",
+                "give exactly one of `paths` and `folder`, not both",
+            ));
+        }
+        (None, None) => {
+            return Err(PagingError::validation(
+                "",
+                "give exactly one of `paths` (an array of note paths) and `folder`",
+            ));
+        }
+        (Some(paths), None) => {
+            if paths.is_empty() {
+                return Err(PagingError::validation(
+                    "/paths",
+                    "`paths` needs at least one path",
+                ));
+            }
+            if let Some(i) = paths.iter().position(|p| p.len() > MAX_PATH_BYTES) {
+                return Err(PagingError::validation(
+                    format!("/paths/{i}"),
+                    format!("a path may have at most {MAX_PATH_BYTES} bytes"),
+                ));
+            }
+            Source::Paths(paths)
+        }
+        (None, Some(folder)) => Source::Folder {
+            folder: parse_folder(folder)?,
+            recursive: args.recursive.unwrap_or(true),
+        },
+    };
+    page(
+        ctx,
+        caller,
+        scopes,
+        READ_NOTES,
+        source,
+        args.cursor.as_deref(),
+        &mut NoteEntryEncoder,
+    )
+}
+
+/// One page of `list_notes` for `caller`: `{path, size}` entries of the notes the caller
+/// may read.
+// r[impl paging.list-notes]
+pub fn list_notes(
+    ctx: &PagingContext<'_>,
+    caller: &str,
+    scopes: &Scopes,
+    args: &ListNotesArgs,
+) -> Result<PageOutput, PagingError> {
+    check_vault(ctx, args.vault.as_deref())?;
+    let source = Source::Folder {
+        folder: parse_folder(args.folder.as_deref().unwrap_or(""))?,
+        recursive: args.recursive.unwrap_or(true),
+    };
+    page(
+        ctx,
+        caller,
+        scopes,
+        LIST_NOTES,
+        source,
+        args.cursor.as_deref(),
+        &mut ListEntryEncoder,
+    )
+}
+
+fn check_vault(ctx: &PagingContext<'_>, vault: Option<&str>) -> Result<(), PagingError> {
+    match vault {
+        Some(id) if id != ctx.vault.id() => Err(PagingError::validation(
+            "/vault",
+            format!(
+                "this call is served by vault {:?}, not {id:?}",
+                ctx.vault.id()
+            ),
+        )),
+        _ => Ok(()),
+    }
+}
+
+fn parse_folder(raw: &str) -> Result<FolderPath, PagingError> {
+    if raw.len() > MAX_PATH_BYTES {
+        return Err(PagingError::validation(
+            "/folder",
+            format!("a folder may have at most {MAX_PATH_BYTES} bytes"),
+        ));
+    }
+    Ok(FolderPath::parse(raw)?)
+}
+
+/// The request a cursor is bound to: the arguments with defaults filled and normalized,
+/// without `cursor`.
+// r[impl paging.cursor.bound]
+fn request_value(vault_id: &str, source: &Source<'_>) -> Value {
+    match source {
+        Source::Paths(paths) => json!({"vault": vault_id, "paths": paths}),
+        Source::Folder { folder, recursive } => {
+            json!({"vault": vault_id, "folder": folder.as_str(), "recursive": recursive})
+        }
+    }
+}
+
+fn page<E: EntryEncoder>(
+    ctx: &PagingContext<'_>,
+    caller: &str,
+    scopes: &Scopes,
+    tool: &'static str,
+    source: Source<'_>,
+    cursor: Option<&str>,
+    encoder: &mut E,
+) -> Result<PageOutput, PagingError> {
+    let vault_id = ctx.vault.id();
+    let digest = request_digest(&request_value(vault_id, &source));
+    let now_ms = ctx.clock.now_ms();
+    let resume = cursor
+        .map(|token| ctx.codec.open(token, caller, tool, &digest, now_ms))
+        .transpose()?;
+    let page_number = resume.as_ref().map_or(0, |r| r.page.saturating_add(1));
+    let seal = |position: &str| {
+        ctx.codec
+            .seal(
+                &CursorClaims {
+                    caller,
+                    tool,
+                    request_digest: &digest,
+                    position,
+                    page: page_number,
+                },
+                now_ms,
+            )
+            .map_err(|e| PagingError::Internal(format!("the next cursor could not be made: {e}")))
+    };
+    let budget_for = |position_len: usize| -> Result<usize, PagingError> {
+        let cursor_len = seal(&"x".repeat(position_len))?.len();
+        Ok(ctx
+            .limits
+            .page_cap()
+            .saturating_sub(envelope_overhead(vault_id, cursor_len)))
+    };
+    let request = |budget| PageRequest {
+        vault: ctx.vault,
+        acl: ctx.acl,
+        scopes,
+        budget,
+        denied: match source {
+            Source::Paths(_) => DeniedPolicy::Report,
+            Source::Folder { .. } => DeniedPolicy::Omit,
+        },
+    };
+
+    let (page, next_position) = match &source {
+        Source::Paths(paths) => {
+            let start = match &resume {
+                Some(r) => r
+                    .position
+                    .parse::<usize>()
+                    .ok()
+                    .filter(|&i| i <= paths.len())
+                    .ok_or(CursorError::Invalid)?,
+                None => 0,
+            };
+            let budget = budget_for(paths.len().to_string().len())?;
+            let page = fill_page(
+                &request(budget),
+                note_path_candidates(paths, start),
+                encoder,
+            );
+            let next = (start + page.consumed).to_string();
+            (page, Some(next))
+        }
+        Source::Folder { folder, recursive } => {
+            let after = match &resume {
+                Some(r) => Some(VaultPath::parse(&r.position).map_err(|_| CursorError::Invalid)?),
+                None => None,
+            };
+            let walk = Walk::new(
+                ctx.vault.root(),
+                folder,
+                *recursive,
+                WalkFilter::Notes,
+                after.as_ref(),
+            )?;
+            let mut candidates =
+                FolderCandidates::new(walk_candidates(walk), ctx.acl, scopes, usize::MAX);
+            let reserve = candidates
+                .first_position_len()
+                .map_or(0, |len| len.max(position_reserve(ctx.limits.page_cap())));
+            candidates.max_position_len = reserve;
+            let budget = budget_for(reserve)?;
+            let mut page = fill_page(&request(budget), &mut candidates, encoder);
+            if candidates.cut {
+                page.exhausted = false;
+            }
+            let next = candidates.position_after(page.consumed);
+            (page, next)
+        }
+    };
+    let next_cursor = match (page.exhausted, next_position) {
+        (false, Some(position)) => Some(seal(&position)?),
+        _ => None,
+    };
+    finish(&page, vault_id, next_cursor)
+}
+
+fn finish(
+    page: &Page,
+    vault_id: &str,
+    next_cursor: Option<String>,
+) -> Result<PageOutput, PagingError> {
+    let json = String::from_utf8(page.write_json(vault_id, next_cursor.as_deref()))
+        .map_err(|_| PagingError::Internal("a page was assembled from non-UTF-8 text".into()))?;
+    Ok(PageOutput {
+        json,
+        next_cursor,
+        notes: page.notes.len(),
+        errors: page.errors.len(),
+    })
+}
+
+/// The candidates of explicit `paths` from index `start`: each must be a note path
+/// (`tools.notes-only`); one that is not is a `path_invalid` entry (`paging.paths`).
+fn note_path_candidates(paths: &[String], start: usize) -> impl Iterator<Item = Candidate> + '_ {
+    paths
+        .iter()
+        .skip(start)
+        .map(|raw| match VaultPath::parse_note(raw) {
+            Ok(path) => Candidate::Path(path),
+            Err(error) => Candidate::Refused {
+                path: raw.clone(),
+                error,
+            },
+        })
+}
+
+/// A folder walk's candidates as one page sees them: what the caller may not read is left
+/// out here already (so every candidate the page consumes becomes an entry, and the page's
+/// position is always a path it emitted); a candidate whose position would be longer than
+/// the page reserved cursor room for ends the page before it; and the positions of the last
+/// two candidates handed out are kept, because the page builder looks one past the last one
+/// it consumes.
+struct FolderCandidates<'r, I> {
+    inner: I,
+    acl: &'r Acl,
+    scopes: &'r Scopes,
+    max_position_len: usize,
+    pending: Option<Candidate>,
+    handed_out: usize,
+    /// Positions of the last two candidates handed out, the latest last.
+    recent: [Option<String>; 2],
+    /// Whether the page was ended early by a long position (more candidates remain).
+    cut: bool,
+}
+
+impl<'r, I: Iterator<Item = Candidate>> FolderCandidates<'r, I> {
+    fn new(inner: I, acl: &'r Acl, scopes: &'r Scopes, max_position_len: usize) -> Self {
+        FolderCandidates {
+            inner,
+            acl,
+            scopes,
+            max_position_len,
+            pending: None,
+            handed_out: 0,
+            recent: [None, None],
+            cut: false,
+        }
+    }
+
+    fn next_readable(&mut self) -> Option<Candidate> {
+        self.inner.find(|candidate| match candidate {
+            Candidate::Path(path) => self.acl.can_read(path, self.scopes),
+            Candidate::Refused { .. } => true,
+        })
+    }
+
+    /// The position length of the first candidate, fetched ahead.
+    fn first_position_len(&mut self) -> Option<usize> {
+        if self.pending.is_none() {
+            self.pending = self.next_readable();
+        }
+        self.pending.as_ref().map(|c| position_of(c).len())
+    }
+
+    /// The position to resume after, once the page consumed `consumed` candidates.
+    fn position_after(&mut self, consumed: usize) -> Option<String> {
+        if consumed == 0 {
+            return None;
+        }
+        let [before_last, last] = &mut self.recent;
+        if consumed == self.handed_out {
+            last.take()
+        } else {
+            before_last.take()
+        }
+    }
+}
+
+/// Where a walk resumes after `candidate`: after its path, or, for a folder the walk could
+/// not list, after everything below it (`a/b0` is the first string past every `a/b/…`, since
+/// `0` follows `/`).
+fn position_of(candidate: &Candidate) -> String {
+    match candidate {
+        Candidate::Path(path) => path.as_str().to_owned(),
+        Candidate::Refused { path, .. } => format!("{path}0"),
+    }
+}
+
+impl<I: Iterator<Item = Candidate>> Iterator for FolderCandidates<'_, I> {
+    type Item = Candidate;
+
+    fn next(&mut self) -> Option<Candidate> {
+        let candidate = match self.pending.take() {
+            Some(candidate) => candidate,
+            None => self.next_readable()?,
+        };
+        let position = position_of(&candidate);
+        if self.handed_out > 0 && position.len() > self.max_position_len {
+            self.cut = true;
+            return None;
+        }
+        self.handed_out += 1;
+        self.recent.swap(0, 1);
+        self.recent[1] = Some(position);
+        Some(candidate)
+    }
+}
+
+impl<I> fmt::Debug for FolderCandidates<'_, I> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FolderCandidates")
+            .field("handed_out", &self.handed_out)
+            .field("cut", &self.cut)
+            .finish_non_exhaustive()
+    }
+}
