@@ -4,6 +4,7 @@
 //! benchmark once (CI).
 
 mod gate_codecs;
+mod gate_store;
 mod governor;
 
-criterion::criterion_main!(gate_codecs::benches, governor::benches);
+criterion::criterion_main!(gate_codecs::benches, gate_store::benches, governor::benches);

@@ -19,7 +19,9 @@ use crate::clock::{Clock, Entropy};
 use crate::events::{Counters, CountersSnapshot, Event, EventName, RefusalReason, caller_hash};
 use crate::request_state::OpenedState;
 use crate::state_fp::{InvalidStateFp, StateFp};
-use crate::store::{self, NewEvent, NewRaise, NewToken, Store, StoreError, SweepReport};
+use crate::store::{
+    self, Durability, NewEvent, NewRaise, NewToken, Store, StoreError, SweepReport,
+};
 use crate::verifier::{BuiltinVerifier, Verifier};
 
 /// Random bytes in a CLI token (gate.token.random: 128 bits).
@@ -467,7 +469,7 @@ impl Gate {
     ) -> Result<RaisedRequest, StoreError> {
         let now = self.now();
         let expires_at = self.expiry_from(now);
-        let superseded_older = self.inner.store.write(|tx| -> Result<bool, StoreError> {
+        let superseded_older = self.inner.store.write(Durability::Relaxed, |tx| -> Result<bool, StoreError> {
             let superseded = store::upsert_raise(
                 tx,
                 &NewRaise {
@@ -510,7 +512,7 @@ impl Gate {
         let row = self
             .inner
             .store
-            .with_conn(|conn| store::raised_row(conn, vault, args_hash, caller))?;
+            .read(|conn| store::raised_row(conn, vault, args_hash, caller))?;
         row.filter(|row| row.expires_at > now)
             .map(|row| {
                 let state_fp = StateFp::parse(&row.state_fp)
@@ -545,7 +547,8 @@ impl Gate {
     /// Mints a CLI token for a call that was refused with elicit_required: refused unless a
     /// live raised request exists for (vault, args_hash, caller); with `state_fp`, refused
     /// unless it names that request's own fingerprint. The token is bound to the recorded
-    /// fingerprint and expires after the configured TTL.
+    /// fingerprint and expires after the configured TTL. The mint skips its own disk sync:
+    /// losing it to a power cut only loses the token (see `store`'s durability note).
     pub fn issue(
         &self,
         call: &CallBinding<'_>,
@@ -555,7 +558,7 @@ impl Gate {
         let now = self.now();
         let expires_at = self.expiry_from(now);
         let (token, id_hash) = self.new_token();
-        let bound_fp = self.inner.store.write(|tx| {
+        let bound_fp = self.inner.store.write(Durability::Relaxed, |tx| {
             let raised = store::raised_row(tx, call.vault, call.args_hash, call.caller)?
                 .filter(|row| row.expires_at > now)
                 .ok_or_else(|| MintError::NoRaisedRequest {
@@ -623,7 +626,7 @@ impl Gate {
         let now = self.now();
         let expires_at = self.expiry_from(now);
         let (token, id_hash) = self.new_token();
-        self.inner.store.write(|tx| {
+        self.inner.store.write(Durability::Relaxed, |tx| {
             store::insert_token(
                 tx,
                 &NewToken {
@@ -689,7 +692,7 @@ impl Gate {
         let row = self
             .inner
             .store
-            .with_conn(|conn| store::token_row(conn, &id_hash))?
+            .read(|conn| store::token_row(conn, &id_hash))?
             .ok_or(RedeemError::UnknownToken)?;
         if row.vault != call.vault {
             return Err(RedeemError::Mismatch(BindingMismatch::Vault));
@@ -706,7 +709,8 @@ impl Gate {
         if row.consumed_at.is_some() {
             return Err(RedeemError::AlreadySpent);
         }
-        // The race is decided here, not by the read above: only one UPDATE can match.
+        // The race is decided here, not by the read above: only one UPDATE can match. It
+        // commits synced (with_conn), before the handler can be entered.
         let won = self
             .inner
             .store
@@ -824,7 +828,7 @@ impl Gate {
         let retention = self.inner.config.ttl_ms;
         self.inner
             .store
-            .write(|tx| store::sweep(tx, now, retention))
+            .write(Durability::Synced, |tx| store::sweep(tx, now, retention))
     }
 
     /// Events with an id greater than `after_id` (0 for the first), oldest first, at most
@@ -833,7 +837,7 @@ impl Gate {
         let rows = self
             .inner
             .store
-            .with_conn(|conn| store::events_after(conn, after_id, limit))?;
+            .read(|conn| store::events_after(conn, after_id, limit))?;
         rows.into_iter()
             .map(|row| {
                 let name = EventName::parse(&row.name)
@@ -863,10 +867,9 @@ impl Gate {
         via: &str,
     ) -> Result<ReleaseOutcome, StoreError> {
         let now = self.now();
-        let released = self
-            .inner
-            .store
-            .write(|tx| -> Result<Option<i64>, StoreError> {
+        let released = self.inner.store.write(
+            Durability::Synced,
+            |tx| -> Result<Option<i64>, StoreError> {
                 let Some(count) = store::unconsume_token(tx, id_hash, consumed_at)? else {
                     return Ok(None);
                 };
@@ -878,7 +881,8 @@ impl Gate {
                     json!({ "reason": reason.as_str(), "verifier": via, "released_count": count }),
                 )?;
                 Ok(Some(count))
-            })?;
+            },
+        )?;
         match released {
             Some(released_count) => {
                 self.inner.counters.released();

@@ -10,6 +10,13 @@
 //! could then come back unspent after its handler already ran, which gate.token.durable-consume
 //! forbids. `FULL` syncs the WAL on every commit, so once the consume commits, it stays.
 //!
+//! One exception, [`Durability::Relaxed`], for writes whose loss on power failure is harmless
+//! and only in the safe direction: a raise or a mint (and its event) lost that way means the
+//! token does not exist or the raise must be repeated, never that something runs twice. Such a
+//! commit skips its own fsync, and the next synced commit (every consume is one) makes it
+//! durable too, because the WAL is synced as a whole in order. This halves the syncs of a
+//! mint-then-redeem cycle, whose cost is the disk's fsync latency.
+//!
 //! rusqlite stays inside this crate: the public surface is [`Store`] and [`StoreError`].
 
 use std::fmt;
@@ -119,7 +126,36 @@ impl From<rusqlite::Error> for StoreError {
 /// An open `cache.db` (one connection). Cheap to share behind the [`crate::Gate`]; several
 /// processes (or several `Store`s in one process) may open the same file at once.
 pub struct Store {
-    conn: Mutex<Connection>,
+    conn: Mutex<Conn>,
+}
+
+struct Conn {
+    conn: Connection,
+    durability: Durability,
+}
+
+/// Whether a commit is synced to disk before it returns (see the module header).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Durability {
+    /// `synchronous = FULL`: durable against power loss when the commit returns.
+    Synced,
+    /// `synchronous = NORMAL`: durable against a process crash at once, against power loss
+    /// from the next synced commit on. Only for writes whose loss cannot cause a second run.
+    Relaxed,
+}
+
+impl Conn {
+    fn set_durability(&mut self, durability: Durability) -> Result<(), StoreError> {
+        if self.durability != durability {
+            let mode = match durability {
+                Durability::Synced => "FULL",
+                Durability::Relaxed => "NORMAL",
+            };
+            self.conn.pragma_update(None, "synchronous", mode)?;
+            self.durability = durability;
+        }
+        Ok(())
+    }
 }
 
 impl fmt::Debug for Store {
@@ -146,8 +182,7 @@ impl Store {
 
     /// The schema version of the open file.
     pub fn schema_version(&self) -> Result<i64, StoreError> {
-        let conn = self.lock();
-        Ok(conn.pragma_query_value(None, "user_version", |row| row.get(0))?)
+        read_version(&self.lock().conn)
     }
 
     fn configure(conn: Connection, target_version: i64) -> Result<Self, StoreError> {
@@ -159,7 +194,10 @@ impl Store {
         let mut conn = conn;
         migrate(&mut conn, target_version)?;
         Ok(Store {
-            conn: Mutex::new(conn),
+            conn: Mutex::new(Conn {
+                conn,
+                durability: Durability::Synced,
+            }),
         })
     }
 
@@ -168,10 +206,13 @@ impl Store {
     /// commits before returning.
     pub(crate) fn write<T, E: From<StoreError>>(
         &self,
+        durability: Durability,
         work: impl FnOnce(&rusqlite::Transaction<'_>) -> Result<T, E>,
     ) -> Result<T, E> {
         let mut conn = self.lock();
+        conn.set_durability(durability)?;
         let tx = conn
+            .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(StoreError::from)?;
         // On an error the transaction is dropped, which rolls it back.
@@ -180,17 +221,26 @@ impl Store {
         Ok(value)
     }
 
-    /// Runs `work` on the connection outside an explicit transaction (single statements
-    /// commit on their own).
+    /// Runs `work` on the connection outside an explicit transaction: each statement commits
+    /// on its own, synced before it returns.
     pub(crate) fn with_conn<T>(
         &self,
         work: impl FnOnce(&Connection) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
-        let conn = self.lock();
-        work(&conn)
+        let mut conn = self.lock();
+        conn.set_durability(Durability::Synced)?;
+        work(&conn.conn)
     }
 
-    fn lock(&self) -> MutexGuard<'_, Connection> {
+    /// Runs `work`, which only reads, on the connection.
+    pub(crate) fn read<T>(
+        &self,
+        work: impl FnOnce(&Connection) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        work(&self.lock().conn)
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Conn> {
         // A panic while holding the lock cannot leave a half-applied transaction (rusqlite
         // rolls back on drop), so the connection is still good to use.
         self.conn.lock().unwrap_or_else(PoisonError::into_inner)
@@ -594,7 +644,7 @@ mod tests {
         {
             let old = open_at(&path, 1);
             assert_eq!(old.schema_version().expect("version"), 1);
-            old.write(|tx| {
+            old.write(Durability::Synced, |tx| {
                 insert_token(
                     tx,
                     &NewToken {
@@ -613,6 +663,8 @@ mod tests {
             // The v2 table does not exist yet.
             let missing = old.with_conn(|conn| insert_consumed_state(conn, "s", 5));
             assert!(missing.is_err());
+            let missing = old.read(|conn| insert_consumed_state(conn, "s", 5));
+            assert!(missing.is_err());
         }
         let store = Store::open(&path).expect("reopen migrates");
         assert_eq!(
@@ -620,7 +672,7 @@ mod tests {
             LATEST_SCHEMA_VERSION
         );
         let row = store
-            .with_conn(|conn| token_row(conn, "abc"))
+            .read(|conn| token_row(conn, "abc"))
             .expect("read")
             .expect("row kept");
         assert_eq!(row.caller, "stdio");
@@ -658,10 +710,32 @@ mod tests {
                 let sync: i64 = conn.pragma_query_value(None, "synchronous", |r| r.get(0))?;
                 let fk: i64 = conn.pragma_query_value(None, "foreign_keys", |r| r.get(0))?;
                 assert_eq!(mode, "wal");
-                assert_eq!(sync, 2, "FULL");
+                assert_eq!(sync, 2, "FULL unless a write asks otherwise");
                 assert_eq!(fk, 1);
                 Ok(())
             })
             .expect("pragmas");
+    }
+
+    #[test]
+    fn relaxed_writes_skip_their_sync_and_every_other_write_is_synced() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(dir.path().join("cache.db")).expect("open");
+        let sync_level = |conn: &Connection| -> Result<i64, StoreError> {
+            Ok(conn.pragma_query_value(None, "synchronous", |r| r.get(0))?)
+        };
+        let relaxed = store
+            .write(Durability::Relaxed, |tx| sync_level(tx))
+            .expect("relaxed");
+        assert_eq!(relaxed, 1, "NORMAL");
+        let synced_write = store
+            .write(Durability::Synced, |tx| sync_level(tx))
+            .expect("synced");
+        assert_eq!(synced_write, 2, "FULL");
+        store
+            .write(Durability::Relaxed, |tx| sync_level(tx))
+            .expect("relaxed");
+        // The consume goes through with_conn: it must be synced even right after a relaxed write.
+        assert_eq!(store.with_conn(sync_level).expect("with_conn"), 2);
     }
 }
