@@ -1,1 +1,24 @@
-//! tc-conformance: drives tc-model and tc-gate with one action vocabulary and compares them.
+//! tc-conformance: drives tc-model and tc-gate with one action vocabulary and compares them
+//! (issue 3 items 11 and 12; DESIGN.md §3 "one vocabulary, three consumers").
+//!
+//! - [`sut::Sut`] executes each model [`tc_model::Action`] on the real tc-gate, playing the
+//!   server around it (notes, clock, tokens, requestStates, shim prompts, reopen).
+//! - [`harness`] applies the same action to [`tc_model::GateModel`] and the `Sut` and reports
+//!   the first [`harness::Divergence`], named by the clause the model's answer stands for.
+//! - [`fuzz_bodies`] are the bodies of the cargo-fuzz targets in `fuzz/`; the committed seeds
+//!   are replayed through them by `tests/fuzz_seeds.rs`.
+//! - [`envelope`] and [`world`] are the harness's mapping of handles and fingerprints to what
+//!   tc-gate sees.
+//!
+//! The test suites: `tests/proptest_state_machine.rs` (random action sequences, shrunk),
+//! `tests/exhaustive_replay.rs` (every path of the stateright checker's action generator to a
+//! bounded depth), `tests/scenarios.rs` (named regressions), `tests/fuzz_seeds.rs`.
+
+pub mod envelope;
+pub mod fuzz_bodies;
+pub mod harness;
+pub mod sut;
+pub mod world;
+
+pub use harness::{Divergence, Harness, ReplayError, replay};
+pub use sut::{Backing, Sut, SutError, SutOptions};

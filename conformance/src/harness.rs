@@ -1,0 +1,148 @@
+//! One action, two gates: the model ([`GateModel`]) and tc-gate ([`Sut`]) take the same
+//! [`Action`] and must answer the same [`Outcome`] and leave the notes in the same state
+//! (DESIGN.md §3). A difference is a [`Divergence`], which names the clause the model's answer
+//! is evidence of, e.g. `[drift.refuse] RedeemToken(Tok(0)) … : model Drift, impl Applied`.
+
+use std::fmt;
+
+use tc_model::{Action, GateModel, ModelConfig, Outcome};
+
+use crate::sut::{Sut, SutError, SutOptions};
+
+/// What the implementation did where the model answered something else.
+#[derive(Debug)]
+pub enum ImplSide {
+    /// tc-gate answered this outcome.
+    Answered(Outcome),
+    /// The harness could not express tc-gate's answer, or tc-gate failed.
+    Failed(String),
+    /// Same outcome, but the notes differ afterwards (model versions, impl versions).
+    NotesDiffer {
+        model: Vec<u8>,
+        implementation: Vec<u8>,
+    },
+}
+
+/// The first disagreement of a run.
+#[derive(Debug)]
+pub struct Divergence {
+    /// Index of the action in the run (0-based).
+    pub step: usize,
+    pub action: Action,
+    pub model: Outcome,
+    pub implementation: ImplSide,
+}
+
+/// A short name for an outcome in a divergence line.
+fn brief(outcome: &Outcome) -> String {
+    match outcome {
+        Outcome::Refused(refusal) => format!("{:?}", refusal.kind),
+        Outcome::MintRefused(refusal) => format!("MintRefused({:?})", refusal.kind),
+        Outcome::Reraised { refusal, .. } => format!("Reraised({:?})", refusal.kind),
+        other => format!("{other:?}"),
+    }
+}
+
+impl fmt::Display for Divergence {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let impl_clause = match &self.implementation {
+            ImplSide::Answered(outcome) => outcome.clause(),
+            _ => None,
+        };
+        let clause = self.model.clause().or(impl_clause).unwrap_or("no clause");
+        let implementation = match &self.implementation {
+            ImplSide::Answered(outcome) => brief(outcome),
+            ImplSide::Failed(error) => format!("error: {error}"),
+            ImplSide::NotesDiffer {
+                model,
+                implementation,
+            } => format!(
+                "the same outcome, but note versions model {model:?}, impl {implementation:?}"
+            ),
+        };
+        write!(
+            f,
+            "[{clause}] step {}: {}: model {}, impl {implementation}",
+            self.step,
+            self.action,
+            brief(&self.model)
+        )?;
+        if let ImplSide::Answered(outcome) = &self.implementation {
+            write!(f, "\n  model: {:?}\n  impl:  {outcome:?}", self.model)?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for Divergence {}
+
+/// The model and tc-gate side by side.
+#[derive(Debug)]
+pub struct Harness {
+    pub model: GateModel,
+    pub sut: Sut,
+    steps: usize,
+}
+
+impl Harness {
+    pub fn new(config: ModelConfig, options: SutOptions) -> Result<Self, SutError> {
+        Ok(Harness {
+            model: GateModel::new(config),
+            sut: Sut::new(config, options)?,
+            steps: 0,
+        })
+    }
+
+    /// Applies `action` to both and compares.
+    pub fn step(&mut self, action: &Action) -> Result<Outcome, Divergence> {
+        let step = self.steps;
+        self.steps += 1;
+        let model = self.model.apply(action);
+        let divergence = |implementation| Divergence {
+            step,
+            action: *action,
+            model,
+            implementation,
+        };
+        let implementation = match self.sut.apply(action) {
+            Ok(outcome) => outcome,
+            Err(error) => return Err(divergence(ImplSide::Failed(error.to_string()))),
+        };
+        if implementation != model {
+            return Err(divergence(ImplSide::Answered(implementation)));
+        }
+        if self.sut.versions() != self.model.versions() {
+            return Err(divergence(ImplSide::NotesDiffer {
+                model: self.model.versions().to_vec(),
+                implementation: self.sut.versions().to_vec(),
+            }));
+        }
+        Ok(model)
+    }
+
+    /// Applies every action in order; stops at the first divergence.
+    pub fn run(&mut self, actions: &[Action]) -> Result<(), Divergence> {
+        actions
+            .iter()
+            .try_for_each(|action| self.step(action).map(drop))
+    }
+}
+
+/// Why a replay failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    #[error("the harness could not start: {0}")]
+    Start(#[from] SutError),
+    #[error("{0}")]
+    Diverged(#[from] Divergence),
+}
+
+/// Runs `actions` on a fresh model and tc-gate.
+pub fn replay(
+    config: ModelConfig,
+    options: SutOptions,
+    actions: &[Action],
+) -> Result<(), ReplayError> {
+    Harness::new(config, options)?.run(actions)?;
+    Ok(())
+}
