@@ -23,8 +23,10 @@ pub mod links;
 pub mod note;
 pub mod paging_tools;
 pub mod path;
+pub mod pipeline;
 pub mod rewrite;
 pub mod tasks;
+pub mod tools;
 pub mod vault;
 pub mod walk;
 

@@ -1,0 +1,699 @@
+//! The dispatch stages of a tool call that live below the transport (spec/dispatch.md
+//! `dispatch.order`, `dispatch.schema`, `dispatch.scopes`, `dispatch.vault`,
+//! `dispatch.read-only`, `dispatch.precheck`, `dispatch.gate`, `dispatch.one-pipeline`;
+//! spec/gate.md, spec/release.md, spec/drift.md, spec/results.md).
+//!
+//! Two phases, so every confirmation route of CONTRACT.md §6 shares them:
+//!
+//! 1. [`Pipeline::prepare`]: schema validation (defaults filled), the caller's scope, the
+//!    vault binding, the read-only check, the tool's precheck, and the gate's decision
+//!    whether this call needs confirmation, with its `args_hash` and the current `state_fp`
+//!    of its confirmation targets. Nothing is written and no token is touched.
+//! 2. [`Pipeline::execute`] with the [`Approval`] the call brought: none (the gate raises a
+//!    request and answers `elicit_required`), a CLI token (redeemed, spent, drift-checked,
+//!    given back only for a no-effect outcome), or a confirmation the server already
+//!    verified (a requestState, the legacy shim, call_capability: drift-checked against the
+//!    fingerprint the approval carries). Then the folder ACL, a last cancellation check, and
+//!    the handler.
+//!
+//! How the server uses it: the modern round trip calls `prepare`, and when the call needs
+//! confirmation and the client can show a form, [`Pipeline::raise`] and answers
+//! `input_required` with a requestState sealing `prepared.state_fp()`; the resubmitted call
+//! is prepared again and executed with [`Approval::Verified`]. The legacy shim does the same
+//! inside one call. A cancel is answered with [`Pipeline::approval_not_obtained`], a decline
+//! with [`ToolError::approval_declined`]. Everything else calls `execute` with
+//! [`Approval::None`] or [`Approval::CliToken`] (from `elicit_token`). The governor and the
+//! event recording of the outcome stay in the server.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use serde_json::{Value, json};
+use tc_gate::args_hash::{ELICIT_TOKEN_KEY, args_hash};
+use tc_gate::clock::Clock;
+use tc_gate::{
+    BuiltinVerifier, CallBinding, Gate, InHandlerNoEffect, NoEffect, NonTokenRoute, RaisedRequest,
+    RedeemError, ReleaseOutcome, SpentReason, StateFp, Verifier, fingerprint_custom,
+};
+
+use crate::tools::schema::validate_and_fill;
+use crate::tools::{
+    CallerContext, ErrorCode, HandlerFailure, Precheck, Registry, TargetState, ToolCx, ToolDef,
+    ToolError, VaultBinding,
+};
+
+/// How the call arrived approved, if at all.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Approval {
+    /// The server saw no approval and expects none to be needed; if the call does need
+    /// confirmation it is refused like [`Approval::None`] (no bypass).
+    NotNeeded,
+    /// No approval came with the call.
+    None,
+    /// `elicit_token`, minted by `obsidian-tc elicit`.
+    CliToken(String),
+    /// A confirmation the server verified (a requestState it opened and whose answer was
+    /// accept with approve: true, or the legacy shim's answer), bound to `state_fp`.
+    Verified {
+        state_fp: StateFp,
+        route: NonTokenRoute,
+    },
+}
+
+/// Set when the client cancels the call; checked right before the handler is entered.
+#[derive(Debug, Clone, Default)]
+pub struct CancellationFlag(Arc<AtomicBool>);
+
+impl CancellationFlag {
+    pub fn new() -> Self {
+        CancellationFlag::default()
+    }
+
+    pub fn cancel(&self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+
+    pub fn is_cancelled(&self) -> bool {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+/// A successful call's result object (`structuredContent`; the text block is its JSON).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolOutput {
+    pub structured: Value,
+}
+
+impl ToolOutput {
+    pub fn text(&self) -> String {
+        self.structured.to_string()
+    }
+}
+
+/// A call that passed every stage up to the confirmation gate.
+#[derive(Clone)]
+pub struct Prepared {
+    def: Arc<ToolDef>,
+    binding: Arc<VaultBinding>,
+    caller: CallerContext,
+    args: Value,
+    elicit_token: Option<String>,
+    args_hash: String,
+    precheck: Precheck,
+    state: TargetState,
+}
+
+impl fmt::Debug for Prepared {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Prepared")
+            .field("tool", &self.def.name)
+            .field("vault", &self.binding.vault.id())
+            .field("caller", &self.caller.id)
+            .field("args_hash", &self.args_hash)
+            .field("needs_confirmation", &self.precheck.needs_confirmation)
+            .field("state_fp", &self.state.fp)
+            .field(
+                "elicit_token",
+                &self.elicit_token.as_ref().map(|_| "<redacted>"),
+            )
+            .finish_non_exhaustive()
+    }
+}
+
+impl Prepared {
+    pub fn tool(&self) -> &str {
+        &self.def.name
+    }
+
+    pub fn def(&self) -> &ToolDef {
+        &self.def
+    }
+
+    pub fn vault_id(&self) -> &str {
+        self.binding.vault.id()
+    }
+
+    pub fn caller(&self) -> &CallerContext {
+        &self.caller
+    }
+
+    /// The validated, default-filled arguments (with `vault` filled, without
+    /// `elicit_token`): what `args_hash` hashes.
+    pub fn args(&self) -> &Value {
+        &self.args
+    }
+
+    /// The `elicit_token` the call carried, if any.
+    pub fn elicit_token(&self) -> Option<&str> {
+        self.elicit_token.as_deref()
+    }
+
+    pub fn args_hash(&self) -> &str {
+        &self.args_hash
+    }
+
+    /// Whether this call needs confirmation (the tool's condition, decided now).
+    pub fn needs_confirmation(&self) -> bool {
+        self.precheck.needs_confirmation
+    }
+
+    /// The fingerprint of the confirmation targets as they were when prepared.
+    pub fn state_fp(&self) -> &StateFp {
+        &self.state.fp
+    }
+
+    /// The approval the call's own arguments bring: its `elicit_token`, else none.
+    pub fn token_approval(&self) -> Approval {
+        match &self.elicit_token {
+            Some(token) => Approval::CliToken(token.clone()),
+            None => Approval::None,
+        }
+    }
+
+    fn call(&self) -> CallBinding<'_> {
+        CallBinding {
+            vault: self.binding.vault.id(),
+            tool: &self.def.name,
+            args_hash: &self.args_hash,
+            caller: &self.caller.id,
+        }
+    }
+}
+
+/// Why a CLI token approved nothing (spec `gate.token.refused`).
+fn token_rejected(error: &RedeemError) -> &'static str {
+    match error {
+        RedeemError::Expired => "expired",
+        RedeemError::AlreadySpent => "spent",
+        _ => "invalid",
+    }
+}
+
+/// Quotes `word` for a POSIX shell when it holds anything but plainly safe characters.
+fn shell_word(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word.bytes().all(|b| {
+            b.is_ascii_alphanumeric()
+                || matches!(b, b'-' | b'_' | b'.' | b'/' | b':' | b'@' | b'+' | b'=')
+        });
+    if plain {
+        word.to_owned()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
+
+/// The dispatch stages over a set of vaults, one registry and one gate.
+pub struct Pipeline {
+    registry: Registry,
+    vaults: BTreeMap<String, Arc<VaultBinding>>,
+    gate: Gate,
+    clock: Arc<dyn Clock>,
+    verifier: Arc<dyn Verifier>,
+}
+
+impl fmt::Debug for Pipeline {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Pipeline")
+            .field("vaults", &self.vaults.keys().collect::<Vec<_>>())
+            .field("verifier", &self.verifier)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Pipeline {
+    pub fn new(
+        registry: Registry,
+        vaults: impl IntoIterator<Item = VaultBinding>,
+        gate: Gate,
+        clock: Arc<dyn Clock>,
+    ) -> Self {
+        Pipeline {
+            registry,
+            vaults: vaults
+                .into_iter()
+                .map(|b| (b.vault.id().to_owned(), Arc::new(b)))
+                .collect(),
+            gate,
+            clock,
+            verifier: Arc::new(BuiltinVerifier),
+        }
+    }
+
+    /// Uses a custom `verifyElicit` hook for token redemption and release.
+    pub fn with_verifier(mut self, verifier: Arc<dyn Verifier>) -> Self {
+        self.verifier = verifier;
+        self
+    }
+
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    pub fn gate(&self) -> &Gate {
+        &self.gate
+    }
+
+    pub fn vault(&self, id: &str) -> Option<&VaultBinding> {
+        self.vaults.get(id).map(Arc::as_ref)
+    }
+
+    fn cx<'a>(&'a self, binding: &'a VaultBinding, caller: &'a CallerContext) -> ToolCx<'a> {
+        ToolCx {
+            binding,
+            caller,
+            clock: self.clock.as_ref(),
+        }
+    }
+
+    // r[impl dispatch.order]
+    /// The stages up to the confirmation gate's decision (see the module documentation).
+    pub fn prepare(
+        &self,
+        caller: &CallerContext,
+        tool: &str,
+        raw_args: &Value,
+    ) -> Result<Prepared, ToolError> {
+        let def = self.registry.get(tool).cloned().ok_or_else(|| {
+            ToolError::new(ErrorCode::InvalidInput, format!("unknown tool {tool:?}"))
+                .with_details(json!({"reason": "unknown_tool", "tool": tool}))
+        })?;
+        // r[impl dispatch.schema]
+        let mut args = validate_and_fill(&def.input_schema, raw_args).map_err(|errors| {
+            let first = errors
+                .first()
+                .map(|e| format!("argument {}: {}", e.pointer, e.message))
+                .unwrap_or_default();
+            let list: Vec<Value> = errors
+                .iter()
+                .map(|e| json!({"pointer": e.pointer, "message": e.message}))
+                .collect();
+            ToolError::new(
+                ErrorCode::ValidationError,
+                format!("the arguments do not match the {tool} schema: {first}"),
+            )
+            .with_details(json!({"errors": list}))
+        })?;
+        // r[impl dispatch.scopes]
+        if !caller.scopes.has(def.scope.as_str()) {
+            return Err(ToolError::missing_scope(def.scope.as_str(), tool));
+        }
+        // r[impl dispatch.vault]
+        let binding = self.bind_vault(caller, &args)?;
+        let elicit_token = match &mut args {
+            Value::Object(map) => {
+                map.insert("vault".into(), json!(binding.vault.id()));
+                map.remove(ELICIT_TOKEN_KEY)
+                    .and_then(|t| t.as_str().map(str::to_owned))
+            }
+            _ => None,
+        };
+        // r[impl dispatch.read-only]
+        if def.changes_notes && binding.read_only {
+            return Err(ToolError::new(
+                ErrorCode::AclDenied,
+                format!(
+                    "vault {:?} is read-only (readOnly = true): {tool} cannot change notes there",
+                    binding.vault.id()
+                ),
+            )
+            .with_details(
+                json!({"vault": binding.vault.id(), "access": "write", "reason": "read_only"}),
+            ));
+        }
+        let cx = self.cx(&binding, caller);
+        // r[impl dispatch.precheck]
+        let precheck = def.handler.precheck(&cx, &args)?;
+        // r[impl dispatch.gate]
+        let hash = args_hash(tool, &args).as_str().to_owned();
+        let state = if def.gated {
+            def.handler.state_after_precheck(&cx, &args, &precheck)?
+        } else {
+            TargetState::default()
+        };
+        Ok(Prepared {
+            def,
+            binding: Arc::clone(&binding),
+            caller: caller.clone(),
+            args,
+            elicit_token,
+            args_hash: hash,
+            precheck,
+            state,
+        })
+    }
+
+    fn bind_vault(
+        &self,
+        caller: &CallerContext,
+        args: &Value,
+    ) -> Result<Arc<VaultBinding>, ToolError> {
+        let binding = match args.get("vault").and_then(Value::as_str) {
+            Some(id) => self.vaults.get(id).cloned().ok_or_else(|| {
+                ToolError::validation("/vault", format!("{id:?} is not a configured vault"))
+            })?,
+            None if self.vaults.len() == 1 => self
+                .vaults
+                .values()
+                .next()
+                .cloned()
+                .ok_or_else(|| ToolError::internal("binding the vault"))?,
+            None => {
+                return Err(ToolError::validation(
+                    "/vault",
+                    "is required when several vaults are served",
+                ));
+            }
+        };
+        if caller
+            .only_vault
+            .as_deref()
+            .is_some_and(|only| only != binding.vault.id())
+        {
+            return Err(
+                ToolError::new(ErrorCode::AclDenied, "this caller may not use that vault")
+                    .with_details(
+                        json!({"vault": binding.vault.id(), "reason": "vault_not_granted"}),
+                    ),
+            );
+        }
+        Ok(binding)
+    }
+
+    /// The `obsidian-tc elicit` command that approves `prepared` (spec
+    /// `results.elicit-required`), with `--vault` when several vaults are served.
+    pub fn elicit_command(&self, prepared: &Prepared) -> String {
+        let mut command = format!(
+            "obsidian-tc elicit --hash {} --tool {}",
+            shell_word(prepared.args_hash()),
+            shell_word(prepared.tool())
+        );
+        if self.vaults.len() > 1 {
+            command.push_str(&format!(" --vault {}", shell_word(prepared.vault_id())));
+        }
+        command.push_str(&format!(
+            " --caller {} --state-fp {}",
+            shell_word(&prepared.caller.id),
+            shell_word(prepared.state_fp().as_str())
+        ));
+        command
+    }
+
+    // r[impl gate.raise.record]
+    /// Records the raised request for `prepared` (whether the server answers
+    /// `elicit_required` or a round trip: spec `gate.raise.any-answer`).
+    pub fn raise(&self, prepared: &Prepared) -> Result<RaisedRequest, ToolError> {
+        self.gate
+            .raise(&prepared.call(), prepared.state_fp())
+            .map_err(|_| ToolError::internal("recording the confirmation request"))
+    }
+
+    // r[impl results.elicit-required]
+    // r[impl results.elicit-required.directive]
+    /// The `elicit_required` refusal for a raised request.
+    pub fn elicit_required(
+        &self,
+        prepared: &Prepared,
+        raised: RaisedRequest,
+        rejected: Option<&str>,
+    ) -> ToolError {
+        let lead = match rejected {
+            Some(why) => format!("The elicit_token sent was not accepted ({why}). "),
+            None => String::new(),
+        };
+        let mut error = ToolError::new(
+            ErrorCode::ElicitRequired,
+            format!(
+                "STOP and ask the human before running anything else: this {tool} call needs \
+                 their explicit confirmation. {lead}Show them the command in recovery.command; \
+                 if they approve, they run it and give you the token it prints, and you send the \
+                 same call again with elicit_token set to it. Do not edit the vault directly or \
+                 otherwise work around this gate.",
+                tool = prepared.tool()
+            ),
+        )
+        .with_details(json!({
+            "args_hash": prepared.args_hash(),
+            "state_fp": prepared.state_fp().as_str(),
+            "tool": prepared.tool(),
+            "vault": prepared.vault_id(),
+        }))
+        .with_recovery(
+            "ask the human to approve this exact call by running the command, then send the same call again with elicit_token",
+            Some(self.elicit_command(prepared)),
+        );
+        if let Some(why) = rejected {
+            error = error.detail("token_rejected", json!(why));
+        }
+        error.raised = Some(Box::new(raised));
+        error
+    }
+
+    // r[impl results.approval-not-obtained]
+    /// The refusal for a round-trip prompt answered with cancel (spec `trip.cancel`).
+    pub fn approval_not_obtained(&self, prepared: &Prepared) -> ToolError {
+        ToolError::new(
+            ErrorCode::ApprovalNotObtained,
+            format!(
+                "Approval was not obtained for this {} call: the prompt was dismissed and nobody \
+                 declined it. Nothing was applied. Ask the human to approve it out of band with \
+                 the command in recovery.command, then send the same call again with \
+                 elicit_token set to the token it prints.",
+                prepared.tool()
+            ),
+        )
+        .with_details(json!({
+            "reason": "approval_not_obtained",
+            "args_hash": prepared.args_hash(),
+            "state_fp": prepared.state_fp().as_str(),
+            "tool": prepared.tool(),
+        }))
+        .with_recovery(
+            "ask the human to approve this exact call by running the command, then send the same call again with elicit_token",
+            Some(self.elicit_command(prepared)),
+        )
+    }
+
+    // r[impl results.replay-drift]
+    fn replay_drift(prepared: &Prepared, token: bool) -> ToolError {
+        let spent = if token { " and the token is spent" } else { "" };
+        ToolError::new(
+            ErrorCode::ReplayDrift,
+            format!(
+                "The target of this {} call changed between the confirmation request and its \
+                 redemption: nothing was applied{spent}. Send the original call again with no \
+                 elicit_token to request a fresh confirmation of the current state.",
+                prepared.tool()
+            ),
+        )
+        .with_details(json!({"tool": prepared.tool(), "args_hash": prepared.args_hash()}))
+        .with_recovery(
+            "send the original call again with no elicit_token; it asks for a fresh confirmation",
+            None,
+        )
+    }
+
+    fn cancelled(prepared: &Prepared, released: Option<bool>) -> ToolError {
+        let mut error = ToolError::new(
+            ErrorCode::InternalError,
+            format!(
+                "The {} call was cancelled before its handler ran; nothing was applied.",
+                prepared.tool()
+            ),
+        )
+        .with_details(json!({"reason": "cancelled"}));
+        if let Some(released) = released {
+            error = error.detail("token_released", json!(released));
+        }
+        error
+    }
+
+    /// The folder ACL over the tool's declared paths (spec `vault.acl.after-gate`).
+    fn check_acl(prepared: &Prepared) -> Result<(), ToolError> {
+        for (op, path) in &prepared.precheck.acl {
+            prepared
+                .binding
+                .acl
+                .check(*op, path, &prepared.caller.scopes)
+                .map_err(|denied| ToolError::acl(&denied))?;
+        }
+        Ok(())
+    }
+
+    fn run_handler(
+        &self,
+        prepared: &Prepared,
+        state: &TargetState,
+    ) -> Result<ToolOutput, HandlerFailure> {
+        let cx = self.cx(&prepared.binding, &prepared.caller);
+        prepared
+            .def
+            .handler
+            .run(&cx, &prepared.args, &prepared.precheck, state)
+            .map(|structured| ToolOutput { structured })
+    }
+
+    /// The state now, for a drift check at redemption.
+    fn fresh_state(&self, prepared: &Prepared) -> Result<TargetState, ToolError> {
+        let cx = self.cx(&prepared.binding, &prepared.caller);
+        prepared
+            .def
+            .handler
+            .state(&cx, &prepared.args, &prepared.precheck)
+    }
+
+    /// The confirmation gate's outcome, the folder ACL and the handler (see the module
+    /// documentation). `cancel` is checked right before the handler is entered.
+    pub fn execute(
+        &self,
+        prepared: &Prepared,
+        approval: Approval,
+        cancel: &CancellationFlag,
+    ) -> Result<ToolOutput, ToolError> {
+        // r[impl gate.token.unneeded]
+        if !prepared.needs_confirmation() {
+            Self::check_acl(prepared)?;
+            if cancel.is_cancelled() {
+                return Err(Self::cancelled(prepared, None));
+            }
+            return self
+                .run_handler(prepared, &prepared.state)
+                .map_err(|failure| match failure {
+                    HandlerFailure::ConventionBlockedBeforeWrite(b) => ToolError::convention(&b),
+                    HandlerFailure::Failed(e) => e,
+                });
+        }
+        match approval {
+            // r[impl floors.no-bypass]
+            Approval::None | Approval::NotNeeded => {
+                let raised = self.raise(prepared)?;
+                Err(self.elicit_required(prepared, raised, None))
+            }
+            Approval::CliToken(token) => self.execute_with_token(prepared, &token, cancel),
+            Approval::Verified { state_fp, route } => {
+                self.execute_verified(prepared, &state_fp, route, cancel)
+            }
+        }
+    }
+
+    // r[impl drift.every-route]
+    fn execute_verified(
+        &self,
+        prepared: &Prepared,
+        approved: &StateFp,
+        route: NonTokenRoute,
+        cancel: &CancellationFlag,
+    ) -> Result<ToolOutput, ToolError> {
+        let state = self.fresh_state(prepared)?;
+        if self.gate.check_drift(approved, &state.fp).is_err() {
+            return Err(Self::replay_drift(prepared, false));
+        }
+        Self::check_acl(prepared)?;
+        if cancel.is_cancelled() {
+            return Err(Self::cancelled(prepared, None));
+        }
+        // r[impl trip.consumed-event-per-run]
+        self.gate
+            .record_handler_run(&prepared.call(), route)
+            .map_err(|_| ToolError::internal("recording the handler run"))?;
+        self.run_handler(prepared, &state)
+            .map_err(|failure| match failure {
+                HandlerFailure::ConventionBlockedBeforeWrite(b) => ToolError::convention(&b),
+                HandlerFailure::Failed(e) => e,
+            })
+    }
+
+    fn released(outcome: Result<ReleaseOutcome, tc_gate::StoreError>) -> bool {
+        matches!(outcome, Ok(ReleaseOutcome::Released { .. }))
+    }
+
+    fn execute_with_token(
+        &self,
+        prepared: &Prepared,
+        token: &str,
+        cancel: &CancellationFlag,
+    ) -> Result<ToolOutput, ToolError> {
+        let call = prepared.call();
+        let mut fresh: Option<Result<TargetState, ToolError>> = None;
+        let redeemed = self.verifier.verify(&self.gate, token, &call, &mut || {
+            let state = self.fresh_state(prepared);
+            // A target that cannot be read now is not the state that was approved.
+            let fp = match &state {
+                Ok(state) => state.fp.clone(),
+                Err(_) => fingerprint_custom(&[b"unreadable confirmation target"]),
+            };
+            fresh = Some(state);
+            fp
+        });
+        let redemption = match redeemed {
+            Ok(redemption) => redemption,
+            // r[impl drift.token-spent]
+            Err(RedeemError::ReplayDrift) => return Err(Self::replay_drift(prepared, true)),
+            Err(RedeemError::Store(_)) => {
+                return Err(ToolError::internal("redeeming the confirmation token"));
+            }
+            // r[impl gate.token.refused]
+            Err(other) => {
+                let raised = self.raise(prepared)?;
+                return Err(self.elicit_required(prepared, raised, Some(token_rejected(&other))));
+            }
+        };
+        let state = match fresh {
+            Some(Ok(state)) => state,
+            // Cannot happen (an unreadable state fails the drift check), but never run on it.
+            Some(Err(error)) => {
+                redemption.keep_spent(SpentReason::HandlerError);
+                return Err(error);
+            }
+            // An unbound library token: no drift check, so the state is taken now.
+            None => match self.fresh_state(prepared) {
+                Ok(state) => state,
+                Err(error) => {
+                    redemption.keep_spent(SpentReason::HandlerError);
+                    return Err(error);
+                }
+            },
+        };
+        // r[impl release.acl]
+        if let Err(error) = Self::check_acl(prepared) {
+            let released = Self::released(
+                redemption.release(NoEffect::FolderAclDenied, self.verifier.as_ref()),
+            );
+            return Err(error.detail("token_released", json!(released)));
+        }
+        // r[impl release.cancel]
+        if cancel.is_cancelled() {
+            let released = Self::released(
+                redemption.release(NoEffect::CancelledBeforeHandler, self.verifier.as_ref()),
+            );
+            return Err(Self::cancelled(prepared, Some(released)));
+        }
+        let run = redemption
+            .enter_handler()
+            .map_err(|_| ToolError::internal("recording the handler run"))?;
+        match self.run_handler(prepared, &state) {
+            Ok(output) => {
+                run.keep_spent(SpentReason::Completed);
+                Ok(output)
+            }
+            // r[impl release.convention]
+            Err(HandlerFailure::ConventionBlockedBeforeWrite(blocked)) => {
+                let reason = InHandlerNoEffect::ConventionBlockedBeforeWrite;
+                let outcome = if prepared.def.checks_confirmation_in_handler {
+                    run.release_handler_level(reason)
+                } else {
+                    run.release(reason, self.verifier.as_ref())
+                };
+                Err(ToolError::convention(&blocked)
+                    .detail("token_released", json!(Self::released(outcome))))
+            }
+            // r[impl release.keeps-spent]
+            Err(HandlerFailure::Failed(error)) => {
+                run.keep_spent(SpentReason::HandlerError);
+                Err(error)
+            }
+        }
+    }
+}

@@ -1,0 +1,273 @@
+//! The failure envelope of every tool call (spec/results.md: `results.failure`,
+//! `results.codes`, `results.retryable`, `results.recovery`, `results.no-secrets`, and the
+//! per-code details clauses; CONTRACT.md §4).
+//!
+//! A [`ToolError`] is what the server turns into `isError: true` with `structuredContent =
+//! {code, message, retryable, details?, recovery?}`. Its code is one of the closed set of
+//! [`ErrorCode`]s, and `retryable` is derived from the code, never set by hand, so the rule
+//! "true only for replay_drift and concurrent_modification" cannot be broken by one site.
+
+use std::fmt;
+
+use serde_json::{Map, Value, json};
+use tc_gate::RaisedRequest;
+
+use crate::acl::AclDenied;
+use crate::conventions::ConventionBlocked;
+use crate::error::VaultError;
+
+/// The closed set of failure codes (spec `results.codes`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ErrorCode {
+    ElicitRequired,
+    ApprovalDeclined,
+    ApprovalNotObtained,
+    ReplayDrift,
+    ConventionBlocked,
+    AclDenied,
+    PathInvalid,
+    NoteNotFound,
+    NoteExists,
+    ConcurrentModification,
+    ValidationError,
+    Overflow,
+    InvalidInput,
+    InternalError,
+}
+
+impl ErrorCode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::ElicitRequired => "elicit_required",
+            ErrorCode::ApprovalDeclined => "approval_declined",
+            ErrorCode::ApprovalNotObtained => "approval_not_obtained",
+            ErrorCode::ReplayDrift => "replay_drift",
+            ErrorCode::ConventionBlocked => "convention_blocked",
+            ErrorCode::AclDenied => "acl_denied",
+            ErrorCode::PathInvalid => "path_invalid",
+            ErrorCode::NoteNotFound => "note_not_found",
+            ErrorCode::NoteExists => "note_exists",
+            ErrorCode::ConcurrentModification => "concurrent_modification",
+            ErrorCode::ValidationError => "validation_error",
+            ErrorCode::Overflow => "overflow",
+            ErrorCode::InvalidInput => "invalid_input",
+            ErrorCode::InternalError => "internal_error",
+        }
+    }
+
+    // r[impl results.retryable]
+    /// Whether sending the call again as the recovery says can succeed.
+    pub fn retryable(self) -> bool {
+        matches!(
+            self,
+            ErrorCode::ReplayDrift | ErrorCode::ConcurrentModification
+        )
+    }
+}
+
+impl fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What to do next: one sentence, and the exact shell command where one helps.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Recovery {
+    pub instruction: String,
+    pub command: Option<String>,
+}
+
+impl Recovery {
+    fn to_json(&self) -> Value {
+        let mut object = Map::new();
+        object.insert("instruction".into(), json!(self.instruction));
+        if let Some(command) = &self.command {
+            object.insert("command".into(), json!(command));
+        }
+        Value::Object(object)
+    }
+}
+
+/// A refused or failed tool call.
+#[derive(Debug, Clone)]
+pub struct ToolError {
+    pub code: ErrorCode,
+    pub message: String,
+    pub details: Option<Value>,
+    pub recovery: Option<Recovery>,
+    /// The request the gate recorded when this refusal asked for a confirmation
+    /// (`elicit_required`), so the server can offer the `input_required` round trip instead.
+    pub raised: Option<Box<RaisedRequest>>,
+}
+
+impl fmt::Display for ToolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Error [{}]: {}", self.code, self.message)
+    }
+}
+
+impl std::error::Error for ToolError {}
+
+impl ToolError {
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        ToolError {
+            code,
+            message: message.into(),
+            details: None,
+            recovery: None,
+            raised: None,
+        }
+    }
+
+    pub fn with_details(mut self, details: Value) -> Self {
+        self.details = Some(details);
+        self
+    }
+
+    pub fn with_recovery(
+        mut self,
+        instruction: impl Into<String>,
+        command: Option<String>,
+    ) -> Self {
+        self.recovery = Some(Recovery {
+            instruction: instruction.into(),
+            command,
+        });
+        self
+    }
+
+    pub fn retryable(&self) -> bool {
+        self.code.retryable()
+    }
+
+    /// Adds one key to `details` (creating the object).
+    pub(crate) fn detail(mut self, key: &str, value: Value) -> Self {
+        let mut object = match self.details.take() {
+            Some(Value::Object(object)) => object,
+            _ => Map::new(),
+        };
+        object.insert(key.to_owned(), value);
+        self.details = Some(Value::Object(object));
+        self
+    }
+
+    // r[impl results.failure]
+    /// `structuredContent` of the failure: `{code, message, retryable, details?, recovery?}`.
+    pub fn to_structured(&self) -> Value {
+        let mut object = Map::new();
+        object.insert("code".into(), json!(self.code.as_str()));
+        object.insert("message".into(), json!(self.message));
+        object.insert("retryable".into(), json!(self.retryable()));
+        if let Some(details) = &self.details {
+            object.insert("details".into(), details.clone());
+        }
+        if let Some(recovery) = &self.recovery {
+            object.insert("recovery".into(), recovery.to_json());
+        }
+        Value::Object(object)
+    }
+
+    /// The one text block of the failure: `Error [<code>]: <message>`.
+    pub fn text(&self) -> String {
+        self.to_string()
+    }
+
+    /// A failure whose detail must not leak (spec `results.no-secrets`): one sentence.
+    pub fn internal(what: &str) -> Self {
+        ToolError::new(
+            ErrorCode::InternalError,
+            format!("the server failed while {what}; nothing more is reported"),
+        )
+    }
+
+    pub fn validation(pointer: &str, problem: impl Into<String>) -> Self {
+        let problem = problem.into();
+        ToolError::new(
+            ErrorCode::ValidationError,
+            format!("argument {pointer}: {problem}"),
+        )
+        .with_details(json!({"errors": [{"pointer": pointer, "message": problem}]}))
+    }
+
+    // r[impl results.acl-denied]
+    pub fn acl(denied: &AclDenied) -> Self {
+        ToolError::new(ErrorCode::AclDenied, denied.to_string()).with_details(json!({
+            "path": denied.path,
+            "access": denied.op,
+            "reason": denied.reason,
+        }))
+    }
+
+    pub fn missing_scope(scope: &str, tool: &str) -> Self {
+        ToolError::new(
+            ErrorCode::AclDenied,
+            format!("the tool {tool} needs the scope {scope}, which this caller does not hold"),
+        )
+        .with_details(json!({"scope": scope}))
+    }
+
+    // r[impl results.convention-blocked]
+    pub fn convention(blocked: &ConventionBlocked) -> Self {
+        ToolError::new(ErrorCode::ConventionBlocked, blocked.to_string())
+            .with_details(blocked.details())
+            .with_recovery(
+                "change the call so the note keeps the vault's convention, then send it again",
+                None,
+            )
+    }
+
+    /// A decline (or accept with approve false) of a round-trip prompt (spec
+    /// `results.approval-declined`, `trip.decline`, `trip.decline.text`).
+    pub fn approval_declined(tool: &str) -> Self {
+        ToolError::new(
+            ErrorCode::ApprovalDeclined,
+            format!(
+                "The user declined this {tool} call. Do not retry it and do not mint a \
+                 confirmation token for it; ask the user what they want instead."
+            ),
+        )
+        .with_details(json!({"reason": "approval_declined", "tool": tool}))
+    }
+}
+
+impl From<&VaultError> for ToolError {
+    fn from(error: &VaultError) -> Self {
+        let message = error.to_string();
+        match error {
+            VaultError::PathInvalid { .. } => {
+                ToolError::new(ErrorCode::PathInvalid, message).with_details(error.details())
+            }
+            VaultError::NoteNotFound { .. } | VaultError::SnapshotNotFound { .. } => {
+                ToolError::new(ErrorCode::NoteNotFound, message).with_details(error.details())
+            }
+            VaultError::NoteExists { .. } => {
+                ToolError::new(ErrorCode::NoteExists, message).with_details(error.details())
+            }
+            VaultError::ConcurrentModification { .. } => ToolError::new(
+                ErrorCode::ConcurrentModification,
+                message,
+            )
+            .with_details(error.details())
+            .with_recovery(
+                "read the note again and send the call with its current content_hash as prev_hash",
+                None,
+            ),
+            VaultError::TooLarge { .. } => {
+                ToolError::new(ErrorCode::InvalidInput, message).with_details(error.details())
+            }
+            VaultError::FrontmatterInvalid { .. } => {
+                ToolError::new(ErrorCode::InvalidInput, message).with_details(error.details())
+            }
+            VaultError::AclDenied(denied) => ToolError::acl(denied),
+            VaultError::ConventionBlocked(blocked) => ToolError::convention(blocked),
+            VaultError::Io { op, .. } => ToolError::internal(&format!("trying to {op} a file")),
+        }
+    }
+}
+
+impl From<VaultError> for ToolError {
+    fn from(error: VaultError) -> Self {
+        ToolError::from(&error)
+    }
+}

@@ -1,0 +1,333 @@
+//! Shared fixture of the tools tests: a temp vault, a gate on an in-memory store, a manual
+//! clock and seeded entropy, and the scenario steps every gated tool is put through.
+#![allow(dead_code)]
+
+use std::fs;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use tc_gate::clock::{ManualClock, SeededEntropy};
+use tc_gate::keys::{KeyPurpose, ServerSecret};
+use tc_gate::{CallBinding, Gate, GateConfig, Store};
+use tc_vault::acl::{AclConfig, Scopes};
+use tc_vault::conventions::ConventionConfig;
+use tc_vault::pipeline::{Approval, CancellationFlag, Pipeline};
+use tc_vault::tools::{
+    CallerContext, ErrorCode, Registry, ToolError, VaultBinding, WikiSealer, seal_dir_for,
+};
+use tc_vault::vault::{Vault, snapshot_dir_for};
+
+/// 2026-11-30T12:00:00Z.
+pub const NOW_MS: i64 = 1_796_040_000_000;
+
+pub struct Fx {
+    pub dir: tempfile::TempDir,
+    pub root: PathBuf,
+    pub clock: ManualClock,
+    pub gate: Gate,
+    pub pipeline: Pipeline,
+    secret: ServerSecret,
+}
+
+pub fn caller() -> CallerContext {
+    CallerContext::new("stdio", Scopes::all())
+}
+
+impl Fx {
+    pub fn new() -> Self {
+        Fx::with(None, Vec::new())
+    }
+
+    pub fn with(acl: Option<AclConfig>, conventions: Vec<ConventionConfig>) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("vault");
+        fs::create_dir_all(&root).unwrap();
+        let clock = ManualClock::new(NOW_MS);
+        let gate = Gate::new(
+            Store::open_in_memory().unwrap(),
+            Arc::new(clock.clone()),
+            Arc::new(SeededEntropy::new(7)),
+            GateConfig::default(),
+        );
+        let secret = ServerSecret::ephemeral(&SeededEntropy::new(11));
+        let pipeline = build_pipeline(
+            &dir,
+            &root,
+            &clock,
+            &gate,
+            &secret,
+            acl.as_ref(),
+            &conventions,
+        );
+        Fx {
+            dir,
+            root,
+            clock,
+            gate,
+            pipeline,
+            secret,
+        }
+    }
+
+    /// A new pipeline over the same vault, gate and secret, with another ACL and
+    /// conventions (as a restarted server with an edited config would have).
+    pub fn reconfigure(&mut self, acl: Option<AclConfig>, conventions: Vec<ConventionConfig>) {
+        self.pipeline = build_pipeline(
+            &self.dir,
+            &self.root,
+            &self.clock,
+            &self.gate,
+            &self.secret,
+            acl.as_ref(),
+            &conventions,
+        );
+    }
+
+    pub fn put(&self, path: &str, content: &str) {
+        let full = self.root.join(path);
+        fs::create_dir_all(full.parent().unwrap()).unwrap();
+        fs::write(full, content).unwrap();
+    }
+
+    pub fn get(&self, path: &str) -> Option<String> {
+        fs::read_to_string(self.root.join(path)).ok()
+    }
+
+    pub fn remove(&self, path: &str) {
+        fs::remove_file(self.root.join(path)).unwrap();
+    }
+
+    /// Prepares and executes `args` the way the server does for a call that brings its own
+    /// approval (or none) in `elicit_token`.
+    pub fn call_as(
+        &self,
+        who: &CallerContext,
+        tool: &str,
+        args: Value,
+    ) -> Result<Value, ToolError> {
+        let prepared = self.pipeline.prepare(who, tool, &args)?;
+        self.pipeline
+            .execute(
+                &prepared,
+                prepared.token_approval(),
+                &CancellationFlag::new(),
+            )
+            .map(|out| out.structured)
+    }
+
+    pub fn call(&self, tool: &str, args: Value) -> Result<Value, ToolError> {
+        self.call_as(&caller(), tool, args)
+    }
+
+    /// The operator's `obsidian-tc elicit` for the request an `elicit_required` raised.
+    pub fn mint(&self, refusal: &ToolError) -> String {
+        self.mint_for(refusal, "stdio")
+    }
+
+    pub fn mint_for(&self, refusal: &ToolError, caller_id: &str) -> String {
+        assert_eq!(refusal.code, ErrorCode::ElicitRequired, "{refusal}");
+        let details = refusal.details.as_ref().unwrap();
+        let call = CallBinding {
+            vault: details["vault"].as_str().unwrap(),
+            tool: details["tool"].as_str().unwrap(),
+            args_hash: details["args_hash"].as_str().unwrap(),
+            caller: caller_id,
+        };
+        self.gate
+            .issue(&call, Some(details["state_fp"].as_str().unwrap()))
+            .unwrap()
+            .token
+            .expose()
+            .to_owned()
+    }
+
+    /// Sends `args`, expects `elicit_required`, mints the token and returns it.
+    pub fn require(&self, tool: &str, args: &Value) -> String {
+        let refusal = self.call(tool, args.clone()).unwrap_err();
+        assert_eq!(refusal.code, ErrorCode::ElicitRequired, "{refusal}");
+        self.mint(&refusal)
+    }
+
+    pub fn released(&self) -> u64 {
+        self.gate.counters().released
+    }
+
+    pub fn requested(&self) -> u64 {
+        self.gate.counters().requested
+    }
+}
+
+fn build_pipeline(
+    dir: &tempfile::TempDir,
+    root: &std::path::Path,
+    clock: &ManualClock,
+    gate: &Gate,
+    secret: &ServerSecret,
+    acl: Option<&AclConfig>,
+    conventions: &[ConventionConfig],
+) -> Pipeline {
+    let cache = dir.path().join("cache");
+    let vault = Vault::open(
+        "main",
+        root,
+        snapshot_dir_for(&cache, "main").unwrap(),
+        Arc::new(clock.clone()),
+        Arc::new(SeededEntropy::new(3)),
+    )
+    .unwrap();
+    let sealer = WikiSealer::new(
+        &secret.derive(KeyPurpose::WikiSeal),
+        seal_dir_for(&cache, "main").unwrap(),
+    );
+    let binding = VaultBinding::from_config(vault, acl, conventions, sealer).unwrap();
+    Pipeline::new(
+        Registry::standard().unwrap(),
+        [binding],
+        gate.clone(),
+        Arc::new(clock.clone()),
+    )
+}
+
+pub fn with_token(args: &Value, token: &str) -> Value {
+    let mut args = args.clone();
+    args["elicit_token"] = json!(token);
+    args
+}
+
+pub fn code(result: Result<Value, ToolError>) -> ErrorCode {
+    match result {
+        Ok(value) => panic!("expected a refusal, got {value}"),
+        Err(error) => error.code,
+    }
+}
+
+pub fn verified(prepared_fp: &tc_gate::StateFp) -> Approval {
+    Approval::Verified {
+        state_fp: prepared_fp.clone(),
+        route: tc_gate::NonTokenRoute::RequestState,
+    }
+}
+
+/// The standard scenarios of a gated tool (issue 4 item 6), driven by a tool-specific
+/// setup. `args` must need confirmation after `setup`.
+pub struct Scenario<'a> {
+    pub tool: &'a str,
+    pub args: Value,
+    /// Puts the vault in the state the call expects.
+    pub setup: &'a dyn Fn(&Fx),
+    /// Checks the call was applied.
+    pub applied: &'a dyn Fn(&Fx),
+    /// Checks nothing of the call was applied.
+    pub untouched: &'a dyn Fn(&Fx),
+    /// Changes one of the call's confirmation targets.
+    pub drift: &'a dyn Fn(&Fx),
+}
+
+impl Scenario<'_> {
+    /// require → approve → applied, then the same token again is refused.
+    pub fn approve_then_replay(&self) {
+        let fx = Fx::new();
+        (self.setup)(&fx);
+        let token = fx.require(self.tool, &self.args);
+        (self.untouched)(&fx);
+        fx.call(self.tool, with_token(&self.args, &token))
+            .unwrap_or_else(|e| panic!("{}: {e}", self.tool));
+        (self.applied)(&fx);
+        // The same call again with the spent token: refused, a fresh request raised.
+        (self.setup)(&fx);
+        let before = fx.requested();
+        let replay = fx
+            .call(self.tool, with_token(&self.args, &token))
+            .unwrap_err();
+        assert_eq!(replay.code, ErrorCode::ElicitRequired, "{replay}");
+        assert_eq!(replay.details.as_ref().unwrap()["token_rejected"], "spent");
+        assert_eq!(fx.requested(), before + 1);
+    }
+
+    /// The target changes between raise and redemption: replay_drift, nothing applied,
+    /// token spent.
+    pub fn drift_refused(&self) {
+        let fx = Fx::new();
+        (self.setup)(&fx);
+        let token = fx.require(self.tool, &self.args);
+        (self.drift)(&fx);
+        let refusal = fx
+            .call(self.tool, with_token(&self.args, &token))
+            .unwrap_err();
+        assert_eq!(refusal.code, ErrorCode::ReplayDrift, "{refusal}");
+        assert!(refusal.retryable());
+        let again = fx
+            .call(self.tool, with_token(&self.args, &token))
+            .unwrap_err();
+        assert_eq!(again.details.as_ref().unwrap()["token_rejected"], "spent");
+    }
+
+    /// A folder-ACL refusal after the gate gives the token back; with the ACL fixed, the
+    /// same token applies the call.
+    pub fn acl_releases(&self, denying: AclConfig) {
+        let mut fx = Fx::with(Some(denying), Vec::new());
+        (self.setup)(&fx);
+        let token = fx.require(self.tool, &self.args);
+        let refusal = fx
+            .call(self.tool, with_token(&self.args, &token))
+            .unwrap_err();
+        assert_eq!(refusal.code, ErrorCode::AclDenied, "{refusal}");
+        assert_eq!(refusal.details.as_ref().unwrap()["token_released"], true);
+        assert_eq!(fx.released(), 1);
+        (self.untouched)(&fx);
+        fx.reconfigure(None, Vec::new());
+        fx.call(self.tool, with_token(&self.args, &token))
+            .unwrap_or_else(|e| panic!("{}: {e}", self.tool));
+        (self.applied)(&fx);
+    }
+
+    /// A conventions preflight refusal comes before the gate: nothing raised, and a token
+    /// presented meanwhile is not spent (it works once the convention is lifted).
+    pub fn preflight_keeps_token(&self, blocking: Vec<ConventionConfig>) {
+        let mut fx = Fx::new();
+        (self.setup)(&fx);
+        let token = fx.require(self.tool, &self.args);
+        fx.reconfigure(None, blocking);
+        let requested = fx.requested();
+        let refusal = fx
+            .call(self.tool, with_token(&self.args, &token))
+            .unwrap_err();
+        assert_eq!(refusal.code, ErrorCode::ConventionBlocked, "{refusal}");
+        assert_eq!(fx.requested(), requested, "no confirmation asked for");
+        assert_eq!(fx.released(), 0, "nothing to give back: never spent");
+        (self.untouched)(&fx);
+        fx.reconfigure(None, Vec::new());
+        fx.call(self.tool, with_token(&self.args, &token))
+            .unwrap_or_else(|e| panic!("{}: {e}", self.tool));
+        (self.applied)(&fx);
+    }
+}
+
+pub fn deny_write_all() -> AclConfig {
+    AclConfig {
+        write_paths: Some(Vec::new()),
+        delete_paths: Some(Vec::new()),
+        ..AclConfig::default()
+    }
+}
+
+pub fn forbid_all() -> Vec<ConventionConfig> {
+    vec![ConventionConfig {
+        glob: "**".into(),
+        forbid_writes: true,
+        ..ConventionConfig::default()
+    }]
+}
+
+/// Paths that must be refused with `path_invalid` wherever a note path is taken.
+pub const HOSTILE: &[&str] = &[
+    "../outside.md",
+    "/etc/passwd.md",
+    "a/../../x.md",
+    ".obsidian/app.md",
+    ".git/config.md",
+    "a\\b.md",
+    "notes/x.txt",
+    "bad\u{0}.md",
+];
