@@ -248,6 +248,11 @@ impl Pipeline {
         self
     }
 
+    /// [`Pipeline::with_verifier`] in place.
+    pub fn set_verifier(&mut self, verifier: Arc<dyn Verifier>) {
+        self.verifier = verifier;
+    }
+
     pub fn registry(&self) -> &Registry {
         &self.registry
     }

@@ -522,3 +522,68 @@ fn only_drift_and_concurrent_modification_are_retryable() {
         assert!(!code.retryable());
     }
 }
+
+/// A gated tool bound to "none" whose handler always fails after it was entered.
+#[derive(Debug)]
+struct Fails;
+
+impl ToolHandler for Fails {
+    fn precheck(&self, _: &ToolCx<'_>, _: &Value) -> Result<Precheck, ToolError> {
+        Ok(Precheck {
+            needs_confirmation: true,
+            ..Precheck::default()
+        })
+    }
+    fn state(&self, _: &ToolCx<'_>, _: &Value, _: &Precheck) -> Result<TargetState, ToolError> {
+        Ok(TargetState::default())
+    }
+    fn run(
+        &self,
+        _: &ToolCx<'_>,
+        _: &Value,
+        _: &Precheck,
+        _: &TargetState,
+    ) -> Result<Value, HandlerFailure> {
+        Err(HandlerFailure::Failed(ToolError::internal(
+            "talking to a companion plugin",
+        )))
+    }
+}
+
+// r[verify release.keeps-spent]
+// r[verify release.no-effect-only]
+// r[verify drift.none-empty]
+// r[verify drift.bind.none-tools]
+#[test]
+fn a_handler_error_keeps_the_token_spent_and_none_tools_bind_empty() {
+    let mut fx = Fx::new();
+    let mut registry = Registry::new();
+    let mut tool = def("execute_command", true, Some(ConfirmationTargets::None));
+    tool.handler = Arc::new(Fails);
+    registry.register(tool).unwrap();
+    fx.use_registry(registry);
+    let args = json!({"command": "x"});
+    let refusal = fx.call("execute_command", args.clone()).unwrap_err();
+    assert_eq!(refusal.details.as_ref().unwrap()["state_fp"], "");
+    assert!(
+        refusal
+            .recovery
+            .as_ref()
+            .unwrap()
+            .command
+            .as_ref()
+            .unwrap()
+            .ends_with("--state-fp ''")
+    );
+    let token = fx.mint(&refusal);
+    let failed = fx
+        .call("execute_command", with_token(&args, &token))
+        .unwrap_err();
+    assert_eq!(failed.code, ErrorCode::InternalError);
+    assert_eq!(fx.released(), 0);
+    assert_eq!(fx.gate.counters().consumed, 1);
+    let again = fx
+        .call("execute_command", with_token(&args, &token))
+        .unwrap_err();
+    assert_eq!(again.details.as_ref().unwrap()["token_rejected"], "spent");
+}

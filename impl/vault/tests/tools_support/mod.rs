@@ -84,10 +84,36 @@ impl Fx {
         );
     }
 
+    /// Swaps the standard registry for `registry` (same vault and gate, no ACL).
+    pub fn use_registry(&mut self, registry: Registry) {
+        let binding = build_binding(&self.dir, &self.root, &self.clock, &self.secret, None, &[]);
+        self.pipeline = Pipeline::new(
+            registry,
+            [binding],
+            self.gate.clone(),
+            Arc::new(self.clock.clone()),
+        );
+    }
+
     pub fn put(&self, path: &str, content: &str) {
         let full = self.root.join(path);
         fs::create_dir_all(full.parent().unwrap()).unwrap();
         fs::write(full, content).unwrap();
+    }
+
+    /// Writes a generated page and seals it, as an earlier commit_wiki_page would have.
+    pub fn seal(&self, path: &str, content: &str) {
+        self.put(path, content);
+        let sealer = WikiSealer::new(
+            &self.secret.derive(KeyPurpose::WikiSeal),
+            seal_dir_for(&self.dir.path().join("cache"), "main").unwrap(),
+        );
+        sealer
+            .store(
+                &tc_vault::VaultPath::parse(path).unwrap(),
+                content.as_bytes(),
+            )
+            .unwrap();
     }
 
     pub fn get(&self, path: &str) -> Option<String> {
@@ -158,15 +184,14 @@ impl Fx {
     }
 }
 
-fn build_pipeline(
+fn build_binding(
     dir: &tempfile::TempDir,
     root: &std::path::Path,
     clock: &ManualClock,
-    gate: &Gate,
     secret: &ServerSecret,
     acl: Option<&AclConfig>,
     conventions: &[ConventionConfig],
-) -> Pipeline {
+) -> VaultBinding {
     let cache = dir.path().join("cache");
     let vault = Vault::open(
         "main",
@@ -180,7 +205,19 @@ fn build_pipeline(
         &secret.derive(KeyPurpose::WikiSeal),
         seal_dir_for(&cache, "main").unwrap(),
     );
-    let binding = VaultBinding::from_config(vault, acl, conventions, sealer).unwrap();
+    VaultBinding::from_config(vault, acl, conventions, sealer).unwrap()
+}
+
+fn build_pipeline(
+    dir: &tempfile::TempDir,
+    root: &std::path::Path,
+    clock: &ManualClock,
+    gate: &Gate,
+    secret: &ServerSecret,
+    acl: Option<&AclConfig>,
+    conventions: &[ConventionConfig],
+) -> Pipeline {
+    let binding = build_binding(dir, root, clock, secret, acl, conventions);
     Pipeline::new(
         Registry::standard().unwrap(),
         [binding],
