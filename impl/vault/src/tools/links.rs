@@ -5,8 +5,9 @@
 //! `rewrite_link` binds the set of notes the rewrite would touch with their content hashes
 //! (the plan's state): a touched note changing changes its hash, and a note gaining a link
 //! to the target joins the set, so either is drift. It plans only over notes the caller may
-//! read and write, so it neither reveals nor changes a note the folder ACL keeps from it; the
-//! touched notes are its ACL declaration.
+//! read, so it never reveals one the folder ACL hides, and declares every touched note for
+//! the folder ACL (write, or read for a dry run): a touched note the caller may not change
+//! is refused by name after the gate (giving a CLI token back), never silently skipped.
 
 use std::sync::Arc;
 
@@ -46,7 +47,7 @@ fn plan_for(cx: &ToolCx<'_>, args: &Value) -> Result<RewritePlan, ToolError> {
     };
     let acl = &cx.binding.acl;
     let scopes = &cx.caller.scopes;
-    let include = |p: &VaultPath| acl.can_read(p, scopes) && cx.may_write(p);
+    let include = |p: &VaultPath| acl.can_read(p, scopes);
     Ok(plan_rewrite(
         cx.vault(),
         &folder,
@@ -82,13 +83,11 @@ fn plan_of(payload: &super::Payload) -> Option<&RewritePlan> {
 impl ToolHandler for RewriteLink {
     fn precheck(&self, cx: &ToolCx<'_>, args: &Value) -> Result<Precheck, ToolError> {
         let plan = plan_for(cx, args)?;
-        let acl = plan
-            .notes
-            .iter()
-            .map(|n| (AclOp::Write, n.path.clone()))
-            .collect();
+        let dry_run = Args(args).bool("dry_run")?;
+        let op = if dry_run { AclOp::Read } else { AclOp::Write };
+        let acl = plan.notes.iter().map(|n| (op, n.path.clone())).collect();
         Ok(Precheck {
-            needs_confirmation: !Args(args).bool("dry_run")?,
+            needs_confirmation: !dry_run,
             acl,
             payload: Some(Arc::new(plan)),
         })
