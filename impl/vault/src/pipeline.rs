@@ -40,8 +40,8 @@ use tc_gate::{
 
 use crate::tools::schema::validate_and_fill;
 use crate::tools::{
-    CallerContext, ErrorCode, HandlerFailure, Precheck, Registry, TargetState, ToolCx, ToolDef,
-    ToolError, VaultBinding,
+    CallerContext, ErrorCode, HandlerFailure, PagingSetup, Precheck, Registry, TargetState, ToolCx,
+    ToolDef, ToolError, VaultBinding,
 };
 
 /// How the call arrived approved, if at all.
@@ -80,17 +80,7 @@ impl CancellationFlag {
     }
 }
 
-/// A successful call's result object (`structuredContent`; the text block is its JSON).
-#[derive(Debug, Clone, PartialEq)]
-pub struct ToolOutput {
-    pub structured: Value,
-}
-
-impl ToolOutput {
-    pub fn text(&self) -> String {
-        self.structured.to_string()
-    }
-}
+pub use crate::tools::ToolOutput;
 
 /// A call that passed every stage up to the confirmation gate.
 #[derive(Clone)]
@@ -212,6 +202,7 @@ pub struct Pipeline {
     gate: Gate,
     clock: Arc<dyn Clock>,
     verifier: Arc<dyn Verifier>,
+    paging: PagingSetup,
 }
 
 impl fmt::Debug for Pipeline {
@@ -224,11 +215,14 @@ impl fmt::Debug for Pipeline {
 }
 
 impl Pipeline {
+    /// The pipeline over `vaults`; `paging` holds the read_notes cursor key and the
+    /// governor's cap the paging tools fill their pages up to.
     pub fn new(
         registry: Registry,
         vaults: impl IntoIterator<Item = VaultBinding>,
         gate: Gate,
         clock: Arc<dyn Clock>,
+        paging: PagingSetup,
     ) -> Self {
         Pipeline {
             registry,
@@ -239,6 +233,7 @@ impl Pipeline {
             gate,
             clock,
             verifier: Arc::new(BuiltinVerifier),
+            paging,
         }
     }
 
@@ -270,6 +265,7 @@ impl Pipeline {
             binding,
             caller,
             clock: self.clock.as_ref(),
+            paging: &self.paging,
         }
     }
 
@@ -537,7 +533,6 @@ impl Pipeline {
             .def
             .handler
             .run(&cx, &prepared.args, &prepared.precheck, state)
-            .map(|structured| ToolOutput { structured })
     }
 
     /// The state now, for a drift check at redemption.

@@ -11,7 +11,7 @@ use tc_vault::acl::{AclConfig, Scopes};
 use tc_vault::pipeline::{Approval, CancellationFlag};
 use tc_vault::tools::{
     Annotations, CallerContext, ErrorCode, HandlerFailure, Precheck, Registry, RegistryBuildError,
-    RequiredScope, TargetState, ToolCx, ToolDef, ToolError, ToolHandler,
+    RequiredScope, TargetState, ToolCx, ToolDef, ToolError, ToolHandler, ToolOutput,
 };
 use tools_support::{Fx, caller, verified, with_token};
 
@@ -28,8 +28,8 @@ impl ToolHandler for Nothing {
         _: &Value,
         _: &Precheck,
         _: &TargetState,
-    ) -> Result<Value, HandlerFailure> {
-        Ok(json!({}))
+    ) -> Result<ToolOutput, HandlerFailure> {
+        Ok(ToolOutput::from(json!({})))
     }
 }
 
@@ -543,7 +543,7 @@ impl ToolHandler for Fails {
         _: &Value,
         _: &Precheck,
         _: &TargetState,
-    ) -> Result<Value, HandlerFailure> {
+    ) -> Result<ToolOutput, HandlerFailure> {
         Err(HandlerFailure::Failed(ToolError::internal(
             "talking to a companion plugin",
         )))

@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use tc_gate::fingerprint_targets;
 
 use super::notes::Args;
-use super::{HandlerFailure, Precheck, TargetState, ToolCx, ToolError, ToolHandler};
+use super::{HandlerFailure, Precheck, TargetState, ToolCx, ToolError, ToolHandler, ToolOutput};
 use crate::acl::AclOp;
 use crate::conventions::{ContentFacts, Prior, WriteIntent, WriteKind};
 use crate::error::VaultError;
@@ -120,7 +120,7 @@ impl ToolHandler for RewriteLink {
         args: &Value,
         _precheck: &Precheck,
         state: &TargetState,
-    ) -> Result<Value, HandlerFailure> {
+    ) -> Result<ToolOutput, HandlerFailure> {
         let plan =
             plan_of(&state.payload).ok_or_else(|| ToolError::internal("planning the rewrite"))?;
         let notes: Vec<Value> = plan
@@ -130,12 +130,12 @@ impl ToolHandler for RewriteLink {
             .collect();
         if Args(args).bool("dry_run")? {
             // r[impl tools.dry-run-reports]
-            return Ok(json!({
+            return Ok(ToolOutput::from(json!({
                 "dry_run": true,
                 "notes": notes,
                 "links": plan.links(),
                 "applied": false,
-            }));
+            })));
         }
         // Every touched note is judged before the first write, so a refusal here is
         // before any write of the call.
@@ -153,12 +153,12 @@ impl ToolHandler for RewriteLink {
             .map_err(HandlerFailure::ConventionBlockedBeforeWrite)?;
         }
         match plan.apply(cx.vault()) {
-            Ok(_) => Ok(json!({
+            Ok(_) => Ok(ToolOutput::from(json!({
                 "dry_run": false,
                 "notes": notes,
                 "links": plan.links(),
                 "applied": true,
-            })),
+            }))),
             Err((written, error)) => Err(ToolError::from(&error)
                 .detail(
                     "written",
@@ -270,7 +270,7 @@ impl ToolHandler for PruneHubLinks {
         args: &Value,
         _precheck: &Precheck,
         state: &TargetState,
-    ) -> Result<Value, HandlerFailure> {
+    ) -> Result<ToolOutput, HandlerFailure> {
         let a = Args(args);
         let path = a.note("path")?;
         let current = cx.vault().read(&path)?;
@@ -286,25 +286,25 @@ impl ToolHandler for PruneHubLinks {
         }
         let (new, removed) = prune(cx, &hub_text(&path, &current)?)?;
         if a.bool("dry_run")? || removed.is_empty() {
-            return Ok(json!({
+            return Ok(ToolOutput::from(json!({
                 "path": path.as_str(),
                 "dry_run": a.bool("dry_run")?,
                 "removed": removed,
                 "applied": false,
                 "content_hash": current.hash,
-            }));
+            })));
         }
         let outcome = cx.vault().write(
             &path,
             new.as_bytes(),
             &Precondition::HashIs(current.hash.clone()),
         )?;
-        Ok(json!({
+        Ok(ToolOutput::from(json!({
             "path": path.as_str(),
             "dry_run": false,
             "removed": removed,
             "applied": true,
             "content_hash": outcome.hash,
-        }))
+        })))
     }
 }

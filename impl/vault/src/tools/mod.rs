@@ -18,8 +18,10 @@ pub mod wiki;
 mod defs;
 mod links;
 mod notes;
+mod paging;
 
 use std::any::Any;
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
@@ -38,6 +40,7 @@ use crate::tasks::Date;
 use crate::vault::Vault;
 
 pub use error::{ErrorCode, Recovery, ToolError};
+pub use paging::PagingSetup;
 pub use wiki::{SealState, WikiSealer, seal_dir_for};
 
 /// The MCP annotations of a tool (spec `tools.annotations`).
@@ -162,6 +165,42 @@ pub fn path_state(vault: &Vault, paths: &[VaultPath]) -> Result<TargetState, Too
     })
 }
 
+/// A successful call's result object (spec `results.success`: `structuredContent`, and one
+/// text block holding the same JSON).
+#[derive(Debug, Clone, PartialEq)]
+pub enum ToolOutput {
+    /// A result object.
+    Value(Value),
+    /// A result object serialized once already (a `read_notes` or `list_notes` page, sized
+    /// against the governor's cap): the server sends these bytes as they are.
+    Serialized(String),
+}
+
+impl From<Value> for ToolOutput {
+    fn from(value: Value) -> Self {
+        ToolOutput::Value(value)
+    }
+}
+
+impl ToolOutput {
+    /// The JSON text of the result object.
+    pub fn text(&self) -> Cow<'_, str> {
+        match self {
+            ToolOutput::Value(value) => Cow::Owned(value.to_string()),
+            ToolOutput::Serialized(text) => Cow::Borrowed(text),
+        }
+    }
+
+    /// The result object as a value (parsing a serialized page; its text is always JSON
+    /// this crate wrote, so a parse failure reads as null rather than a panic).
+    pub fn to_value(&self) -> Value {
+        match self {
+            ToolOutput::Value(value) => value.clone(),
+            ToolOutput::Serialized(text) => serde_json::from_str(text).unwrap_or(Value::Null),
+        }
+    }
+}
+
 /// How a handler failed.
 #[derive(Debug, Clone)]
 pub enum HandlerFailure {
@@ -251,6 +290,7 @@ pub struct ToolCx<'a> {
     pub binding: &'a VaultBinding,
     pub caller: &'a CallerContext,
     pub clock: &'a dyn Clock,
+    pub paging: &'a PagingSetup,
 }
 
 impl fmt::Debug for ToolCx<'_> {
@@ -322,7 +362,7 @@ pub trait ToolHandler: Send + Sync + fmt::Debug {
         args: &Value,
         precheck: &Precheck,
         state: &TargetState,
-    ) -> Result<Value, HandlerFailure>;
+    ) -> Result<ToolOutput, HandlerFailure>;
 }
 
 /// A tool as registered: what `tools/list` shows and the gate declarations.
@@ -397,7 +437,10 @@ impl Registry {
     /// The tools of CONTRACT.md §3 that this crate builds.
     pub fn standard() -> Result<Self, RegistryBuildError> {
         let mut registry = Registry::new();
-        for def in defs::standard_defs() {
+        for def in defs::standard_defs()
+            .into_iter()
+            .chain(paging::paging_defs())
+        {
             registry.register(def)?;
         }
         Ok(registry)

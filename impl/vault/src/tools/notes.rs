@@ -16,7 +16,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value, json};
 use tc_gate::fingerprint_custom;
 
-use super::{HandlerFailure, Precheck, TargetState, ToolCx, ToolError, ToolHandler};
+use super::{HandlerFailure, Precheck, TargetState, ToolCx, ToolError, ToolHandler, ToolOutput};
 use crate::acl::AclOp;
 use crate::conventions::{ContentFacts, Prior, WriteIntent, WriteKind, update_task_prior};
 use crate::error::VaultError;
@@ -239,7 +239,7 @@ impl ToolHandler for WriteNote {
         args: &Value,
         _precheck: &Precheck,
         state: &TargetState,
-    ) -> Result<Value, HandlerFailure> {
+    ) -> Result<ToolOutput, HandlerFailure> {
         let a = Args(args);
         let path = a.note("path")?;
         let mode = WriteMode::parse(a.str("mode")?)?;
@@ -248,13 +248,13 @@ impl ToolHandler for WriteNote {
         let outcome = cx
             .vault()
             .write(&path, &new, &guard_for(current.as_ref()))?;
-        Ok(json!({
+        Ok(ToolOutput::from(json!({
             "path": path.as_str(),
             "mode": a.str("mode")?,
             "created": outcome.created,
             "content_hash": outcome.hash,
             "bytes": new.len(),
-        }))
+        })))
     }
 }
 
@@ -342,7 +342,7 @@ impl ToolHandler for MoveNote {
         args: &Value,
         _precheck: &Precheck,
         state: &TargetState,
-    ) -> Result<Value, HandlerFailure> {
+    ) -> Result<ToolOutput, HandlerFailure> {
         let a = Args(args);
         let from = a.note("from")?;
         let to = a.note("to")?;
@@ -387,12 +387,12 @@ impl ToolHandler for MoveNote {
                 }
             }
         }
-        Ok(json!({
+        Ok(ToolOutput::from(json!({
             "from": from.as_str(),
             "to": to.as_str(),
             "overwrote": target.is_some(),
             "backlinks": {"notes_updated": updated, "links_updated": links, "skipped": skipped},
-        }))
+        })))
     }
 }
 
@@ -439,7 +439,7 @@ impl ToolHandler for CopyNote {
         args: &Value,
         _precheck: &Precheck,
         state: &TargetState,
-    ) -> Result<Value, HandlerFailure> {
+    ) -> Result<ToolOutput, HandlerFailure> {
         let a = Args(args);
         let from = a.note("from")?;
         let to = a.note("to")?;
@@ -448,12 +448,12 @@ impl ToolHandler for CopyNote {
         let outcome = cx
             .vault()
             .write(&to, &source.bytes, &guard_for(target.as_ref()))?;
-        Ok(json!({
+        Ok(ToolOutput::from(json!({
             "from": from.as_str(),
             "to": to.as_str(),
             "overwrote": !outcome.created,
             "content_hash": outcome.hash,
-        }))
+        })))
     }
 }
 
@@ -481,26 +481,26 @@ impl ToolHandler for DeleteNote {
         args: &Value,
         _precheck: &Precheck,
         state: &TargetState,
-    ) -> Result<Value, HandlerFailure> {
+    ) -> Result<ToolOutput, HandlerFailure> {
         let a = Args(args);
         let path = a.note("path")?;
         let current = read_as_observed(cx, state, &path)?.ok_or_else(|| not_found(&path))?;
         if a.bool("permanent")? {
             cx.vault().delete(&path)?;
-            Ok(json!({
+            Ok(ToolOutput::from(json!({
                 "path": path.as_str(),
                 "permanent": true,
                 "content_hash": current.hash,
                 "snapshot_id": null,
-            }))
+            })))
         } else {
             let info = cx.vault().snapshot_and_delete(&path)?;
-            Ok(json!({
+            Ok(ToolOutput::from(json!({
                 "path": path.as_str(),
                 "permanent": false,
                 "content_hash": info.content_hash,
                 "snapshot_id": info.id.as_str(),
-            }))
+            })))
         }
     }
 }
@@ -563,7 +563,7 @@ impl ToolHandler for RestoreNote {
         args: &Value,
         _precheck: &Precheck,
         state: &TargetState,
-    ) -> Result<Value, HandlerFailure> {
+    ) -> Result<ToolOutput, HandlerFailure> {
         let path = Args(args).note("path")?;
         if read_as_observed(cx, state, &path)?.is_some() {
             return Err(exists_error(&path).into());
@@ -575,11 +575,11 @@ impl ToolHandler for RestoreNote {
             .and_then(|p| p.downcast_ref::<String>())
             .ok_or_else(|| not_found(&path))?;
         let info = cx.vault().restore(&path, Some(id))?;
-        Ok(json!({
+        Ok(ToolOutput::from(json!({
             "path": path.as_str(),
             "snapshot_id": info.id.as_str(),
             "content_hash": info.content_hash,
-        }))
+        })))
     }
 }
 
@@ -663,18 +663,18 @@ impl ToolHandler for UpdateFrontmatter {
         args: &Value,
         _precheck: &Precheck,
         state: &TargetState,
-    ) -> Result<Value, HandlerFailure> {
+    ) -> Result<ToolOutput, HandlerFailure> {
         let path = Args(args).note("path")?;
         let current = read_as_observed(cx, state, &path)?.ok_or_else(|| not_found(&path))?;
         let (new, frontmatter) = frontmatter_edit(args, &current, &path)?;
         let outcome = cx
             .vault()
             .write(&path, new.as_bytes(), &guard_for(Some(&current)))?;
-        Ok(json!({
+        Ok(ToolOutput::from(json!({
             "path": path.as_str(),
             "frontmatter": frontmatter.to_json(),
             "content_hash": outcome.hash,
-        }))
+        })))
     }
 }
 
@@ -756,7 +756,7 @@ impl ToolHandler for UpdateTask {
         args: &Value,
         _precheck: &Precheck,
         state: &TargetState,
-    ) -> Result<Value, HandlerFailure> {
+    ) -> Result<ToolOutput, HandlerFailure> {
         let path = Args(args).note("path")?;
         let current = read_as_observed(cx, state, &path)?.ok_or_else(|| not_found(&path))?;
         let (_, _, rendered, new) = task_edit(cx, args, &current)?;
@@ -774,13 +774,13 @@ impl ToolHandler for UpdateTask {
             .vault()
             .write(&path, new.as_bytes(), &guard_for(Some(&current)))?;
         let task = parse_task_line(&rendered);
-        Ok(json!({
+        Ok(ToolOutput::from(json!({
             "path": path.as_str(),
             "line": line_arg(args)?,
             "status": task.map(|t| t.status.name()),
             "text": rendered,
             "content_hash": outcome.hash,
-        }))
+        })))
     }
 }
 
@@ -848,7 +848,7 @@ impl ToolHandler for CommitWikiPage {
         args: &Value,
         _precheck: &Precheck,
         state: &TargetState,
-    ) -> Result<Value, HandlerFailure> {
+    ) -> Result<ToolOutput, HandlerFailure> {
         let a = Args(args);
         let path = a.note("path")?;
         let content = a.str("content")?;
@@ -857,11 +857,11 @@ impl ToolHandler for CommitWikiPage {
             .vault()
             .write(&path, content.as_bytes(), &guard_for(current.as_ref()))?;
         cx.binding.sealer.store(&path, content.as_bytes())?;
-        Ok(json!({
+        Ok(ToolOutput::from(json!({
             "path": path.as_str(),
             "created": outcome.created,
             "content_hash": outcome.hash,
             "sealed": true,
-        }))
+        })))
     }
 }

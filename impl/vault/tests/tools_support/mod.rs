@@ -8,13 +8,16 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use tc_gate::clock::{ManualClock, SeededEntropy};
+use tc_gate::cursor::CursorCodec;
 use tc_gate::keys::{KeyPurpose, ServerSecret};
 use tc_gate::{CallBinding, Gate, GateConfig, Store};
 use tc_vault::acl::{AclConfig, Scopes};
 use tc_vault::conventions::ConventionConfig;
+use tc_vault::paging_tools::PageLimits;
 use tc_vault::pipeline::{Approval, CancellationFlag, Pipeline};
 use tc_vault::tools::{
-    CallerContext, ErrorCode, Registry, ToolError, VaultBinding, WikiSealer, seal_dir_for,
+    CallerContext, ErrorCode, PagingSetup, Registry, ToolError, VaultBinding, WikiSealer,
+    seal_dir_for,
 };
 use tc_vault::vault::{Vault, snapshot_dir_for};
 
@@ -92,6 +95,7 @@ impl Fx {
             [binding],
             self.gate.clone(),
             Arc::new(self.clock.clone()),
+            paging(&self.secret),
         );
     }
 
@@ -139,7 +143,7 @@ impl Fx {
                 prepared.token_approval(),
                 &CancellationFlag::new(),
             )
-            .map(|out| out.structured)
+            .map(|out| out.to_value())
     }
 
     pub fn call(&self, tool: &str, args: Value) -> Result<Value, ToolError> {
@@ -223,7 +227,18 @@ fn build_pipeline(
         [binding],
         gate.clone(),
         Arc::new(clock.clone()),
+        paging(secret),
     )
+}
+
+/// The paging setup at a 64 KiB cap.
+pub const PAGE_CAP: usize = 64 * 1024;
+
+fn paging(secret: &ServerSecret) -> PagingSetup {
+    PagingSetup {
+        codec: CursorCodec::new(secret),
+        limits: PageLimits::new(PAGE_CAP),
+    }
 }
 
 pub fn with_token(args: &Value, token: &str) -> Value {
