@@ -587,3 +587,85 @@ fn a_handler_error_keeps_the_token_spent_and_none_tools_bind_empty() {
         .unwrap_err();
     assert_eq!(again.details.as_ref().unwrap()["token_rejected"], "spent");
 }
+
+// r[verify dispatch.order]
+// r[verify vault.acl.after-gate]
+#[test]
+fn each_stage_refuses_before_the_next_is_reached() {
+    let reader = CallerContext::new("r", Scopes::granted(["read:notes"]));
+    let fx = Fx::with(
+        Some(AclConfig {
+            read_only: true,
+            ..AclConfig::default()
+        }),
+        Vec::new(),
+    );
+    // Schema before scopes.
+    let e = fx
+        .call_as(&reader, "delete_note", json!({"path": 1}))
+        .unwrap_err();
+    assert_eq!(e.code, ErrorCode::ValidationError);
+    // Scopes before the vault binding.
+    let e = fx
+        .call_as(
+            &reader,
+            "delete_note",
+            json!({"path": "a.md", "vault": "x"}),
+        )
+        .unwrap_err();
+    assert_eq!(e.details.unwrap()["scope"], "write:notes");
+    // The vault binding before the read-only check.
+    let e = fx
+        .call("delete_note", json!({"path": "a.md", "vault": "x"}))
+        .unwrap_err();
+    assert_eq!(e.code, ErrorCode::ValidationError);
+    // The read-only check before the precheck (a hostile path is not even looked at).
+    let e = fx
+        .call("delete_note", json!({"path": "../a.md"}))
+        .unwrap_err();
+    assert_eq!(e.details.unwrap()["reason"], "read_only");
+    // The precheck before the gate, the gate before the folder ACL.
+    let fx = Fx::with(Some(tools_support::deny_write_all()), Vec::new());
+    assert_eq!(
+        tools_support::code(fx.call("delete_note", json!({"path": "nope.md"}))),
+        ErrorCode::NoteNotFound
+    );
+    fx.put("a.md", "a");
+    let e = fx.call("delete_note", json!({"path": "a.md"})).unwrap_err();
+    assert_eq!(e.code, ErrorCode::ElicitRequired);
+    let token = fx.mint(&e);
+    let e = fx
+        .call("delete_note", with_token(&json!({"path": "a.md"}), &token))
+        .unwrap_err();
+    assert_eq!(e.code, ErrorCode::AclDenied);
+    assert_eq!(e.details.unwrap()["access"], "delete");
+}
+
+// r[verify tools.future-names]
+// r[verify cli.elicit.no-tool]
+#[test]
+fn tools_not_built_are_not_advertised_and_no_tool_mints() {
+    let registry = Registry::standard().unwrap();
+    for name in [
+        "ocr_bulk",
+        "git_commit",
+        "reset_vault_cache",
+        "delete_entity",
+        "session_rerun",
+        "execute_command",
+        "trigger_quickadd",
+        "call_capability",
+    ] {
+        assert!(registry.get(name).is_none(), "{name}");
+    }
+    for def in registry.iter() {
+        let text = def.list_entry().to_string();
+        assert!(!text.contains("\"mint"), "{}", def.name);
+        assert!(
+            !def.name.contains("elicit") && !def.name.contains("token"),
+            "{}",
+            def.name
+        );
+    }
+    assert_eq!(registry.iter().count(), 12);
+}

@@ -95,12 +95,15 @@ fn write_note_create_and_prev_hash() {
 
 // r[verify gate.token.single-use]
 // r[verify approval.fresh-per-call]
+// r[verify gate.token.never-logged]
+// r[verify results.no-secrets]
 #[test]
 fn write_note_overwrite_is_approved_once() {
     write_scenario().approve_then_replay();
 }
 
 // r[verify drift.refuse]
+// r[verify drift.fresh-retry]
 // r[verify drift.token-spent]
 // r[verify drift.bind.path-tools]
 // r[verify drift.path-fingerprint]

@@ -295,6 +295,10 @@ impl Scenario<'_> {
         assert_eq!(replay.code, ErrorCode::ElicitRequired, "{replay}");
         assert_eq!(replay.details.as_ref().unwrap()["token_rejected"], "spent");
         assert_eq!(fx.requested(), before + 1);
+        // The token's text shows up in no refusal and no event.
+        assert!(!replay.to_structured().to_string().contains(&token));
+        let events = fx.gate.events(0, 1000).unwrap();
+        assert!(events.iter().all(|e| !format!("{e:?}").contains(&token)));
     }
 
     /// The target changes between raise and redemption: replay_drift, nothing applied,
