@@ -13,8 +13,9 @@
 //! - [`walk`]: the sorted, resumable folder walk and the byte-budgeted page builder behind
 //!   `read_notes` and `list_notes`.
 //!
-//! The tool registry and its gate declarations sit on top of these once tc-gate's API is
-//! settled; every type here is plain data so that layer can fingerprint and judge it.
+//! On top: [`tools`], the registry of the tools with their schemas, annotations and
+//! confirmation declarations, and [`pipeline`], the dispatch stages from schema validation
+//! to the handler that every confirmation route shares.
 
 pub mod acl;
 pub mod conventions;

@@ -23,6 +23,7 @@ fn write_scenario() -> Scenario<'static> {
 
 // r[verify tools.write-note]
 // r[verify tools.write-note.confirm]
+// r[verify dispatch.gate]
 #[test]
 fn write_note_free_paths() {
     let fx = Fx::new();
@@ -130,6 +131,7 @@ fn write_note_preflight_never_spends_the_token() {
 }
 
 // r[verify vault.conventions.require-frontmatter]
+// r[verify vault.conventions.judged]
 #[test]
 fn write_note_convention_names_the_rule() {
     let fx = Fx::with(
