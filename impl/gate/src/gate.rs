@@ -710,11 +710,8 @@ impl Gate {
             return Err(RedeemError::AlreadySpent);
         }
         // The race is decided here, not by the read above: only one UPDATE can match. It
-        // commits synced (with_conn), before the handler can be entered.
-        let won = self
-            .inner
-            .store
-            .with_conn(|conn| store::consume_token(conn, &id_hash, now))?;
+        // returns once committed and synced, before the handler can be entered.
+        let won = self.inner.store.consume(&id_hash, now)?;
         if !won {
             return Err(RedeemError::AlreadySpent);
         }

@@ -17,11 +17,17 @@
 //! durable too, because the WAL is synced as a whole in order. This halves the syncs of a
 //! mint-then-redeem cycle, whose cost is the disk's fsync latency.
 //!
+//! Group commit: consumes that arrive while another consume's commit is syncing wait and
+//! then go together in one transaction (each its own `UPDATE … WHERE consumed_at IS NULL`,
+//! so exactly one of two consumes of the same token matches), so concurrent redemptions in
+//! one process share an fsync instead of queueing one fsync each. No caller gets its answer
+//! before the transaction holding its consume has committed and synced.
+//!
 //! rusqlite stays inside this crate: the public surface is [`Store`] and [`StoreError`].
 
 use std::fmt;
 use std::path::Path;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior, params};
@@ -127,7 +133,44 @@ impl From<rusqlite::Error> for StoreError {
 /// processes (or several `Store`s in one process) may open the same file at once.
 pub struct Store {
     conn: Mutex<Conn>,
+    consumes: Mutex<ConsumeQueue>,
+    consumes_settled: Condvar,
 }
+
+/// Consumes waiting for the next group commit, and whether a leader is committing one.
+#[derive(Default)]
+struct ConsumeQueue {
+    pending: Vec<Arc<PendingConsume>>,
+    leader_active: bool,
+}
+
+struct PendingConsume {
+    id_hash: String,
+    now_ms: i64,
+    /// Set (under the queue lock) once the batch holding this consume has committed.
+    outcome: Mutex<Option<Result<bool, StoreError>>>,
+}
+
+impl PendingConsume {
+    fn take_outcome(&self) -> Option<Result<bool, StoreError>> {
+        self.outcome
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+    }
+}
+
+/// A batch failure reported to every consume in the batch (the original is not Clone).
+#[derive(Debug)]
+struct BatchFailed(String);
+
+impl fmt::Display for BatchFailed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "the consume transaction failed: {}", self.0)
+    }
+}
+
+impl std::error::Error for BatchFailed {}
 
 struct Conn {
     conn: Connection,
@@ -198,6 +241,8 @@ impl Store {
                 conn,
                 durability: Durability::Synced,
             }),
+            consumes: Mutex::new(ConsumeQueue::default()),
+            consumes_settled: Condvar::new(),
         })
     }
 
@@ -238,6 +283,81 @@ impl Store {
         work: impl FnOnce(&Connection) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
         work(&self.lock().conn)
+    }
+
+    /// The atomic consume (gate.token.single-use, gate.token.durable-consume): `true` for
+    /// exactly one of any number of racing consumes of an unspent, unexpired token, across
+    /// connections and processes; returns only after the consume is committed and synced.
+    /// Concurrent callers in this process share one transaction (group commit).
+    pub(crate) fn consume(&self, id_hash: &str, now_ms: i64) -> Result<bool, StoreError> {
+        let mine = Arc::new(PendingConsume {
+            id_hash: id_hash.to_owned(),
+            now_ms,
+            outcome: Mutex::new(None),
+        });
+        let mut queue = self.lock_queue();
+        queue.pending.push(Arc::clone(&mine));
+        // Follow while another caller leads; lead when nobody does and ours is not done.
+        loop {
+            if let Some(outcome) = mine.take_outcome() {
+                return outcome;
+            }
+            if !queue.leader_active {
+                break;
+            }
+            queue = self
+                .consumes_settled
+                .wait(queue)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+        queue.leader_active = true;
+        let batch = std::mem::take(&mut queue.pending);
+        drop(queue);
+
+        let outcomes = self.commit_consumes(&batch);
+
+        let mut queue = self.lock_queue();
+        match outcomes {
+            Ok(won) => {
+                for (pending, won) in batch.iter().zip(won) {
+                    *pending
+                        .outcome
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner) = Some(Ok(won));
+                }
+            }
+            Err(error) => {
+                let message = error.to_string();
+                for pending in &batch {
+                    *pending
+                        .outcome
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner) = Some(Err(StoreError::Database(
+                        Box::new(BatchFailed(message.clone())),
+                    )));
+                }
+            }
+        }
+        queue.leader_active = false;
+        drop(queue);
+        // Wakes the followers of this batch, and lets one of the next lead.
+        self.consumes_settled.notify_all();
+        mine.take_outcome()
+            .unwrap_or_else(|| Err(StoreError::Corrupt("a consume was left unanswered".into())))
+    }
+
+    /// One synced transaction holding every consume of `batch`, in order.
+    fn commit_consumes(&self, batch: &[Arc<PendingConsume>]) -> Result<Vec<bool>, StoreError> {
+        self.write(Durability::Synced, |tx| {
+            batch
+                .iter()
+                .map(|pending| consume_token(tx, &pending.id_hash, pending.now_ms))
+                .collect()
+        })
+    }
+
+    fn lock_queue(&self) -> MutexGuard<'_, ConsumeQueue> {
+        self.consumes.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     fn lock(&self) -> MutexGuard<'_, Conn> {
@@ -346,14 +466,9 @@ pub(crate) fn token_row(conn: &Connection, id_hash: &str) -> Result<Option<Token
         .optional()?)
 }
 
-/// The atomic consume (gate.token.single-use): exactly one caller sees `true` for a given
-/// unspent token, whatever the number of connections or processes racing for it. It commits
-/// on its own before returning (autocommit), which is the durability point.
-pub(crate) fn consume_token(
-    conn: &Connection,
-    id_hash: &str,
-    now_ms: i64,
-) -> Result<bool, StoreError> {
+/// One consume: `UPDATE … WHERE consumed_at IS NULL` matches for exactly one caller of a
+/// given unspent token. Run only inside [`Store::consume`]'s synced transaction.
+fn consume_token(conn: &Connection, id_hash: &str, now_ms: i64) -> Result<bool, StoreError> {
     let changed = conn
         .prepare_cached(
             "UPDATE elicit_tokens SET consumed_at = ?2

@@ -98,9 +98,9 @@ fn reopening_the_file_keeps_tokens_consumption_raises_and_events() {
     );
 }
 
-// r[verify gate.token.single-use]
-#[test]
-fn eight_threads_with_their_own_connections_race_for_one_token_and_one_wins() {
+/// 8 threads race for one token per round, 100 rounds; returns the rounds each win was in.
+/// `shared`: one gate for all (the in-process group commit), else a connection each.
+fn race_threads(shared: bool) -> Vec<usize> {
     const THREADS: usize = 8;
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("cache.db");
@@ -112,6 +112,7 @@ fn eight_threads_with_their_own_connections_race_for_one_token_and_one_wins() {
 
     let workers: Vec<_> = (0..THREADS)
         .map(|_| {
+            let gate = shared.then(|| issuer.clone());
             let (path, current, start, done, wins) = (
                 path.clone(),
                 Arc::clone(&current),
@@ -120,7 +121,7 @@ fn eight_threads_with_their_own_connections_race_for_one_token_and_one_wins() {
                 Arc::clone(&wins),
             );
             std::thread::spawn(move || {
-                let gate = on_file(&path);
+                let gate = gate.unwrap_or_else(|| on_file(&path));
                 for round in 0..ROUNDS {
                     start.wait();
                     let token = current
@@ -151,11 +152,60 @@ fn eight_threads_with_their_own_connections_race_for_one_token_and_one_wins() {
     for worker in workers {
         worker.join().expect("worker");
     }
-    let wins = wins.lock().unwrap_or_else(PoisonError::into_inner);
+    let mut wins = wins.lock().unwrap_or_else(PoisonError::into_inner).clone();
+    wins.sort_unstable();
+    wins
+}
+
+// r[verify gate.token.single-use]
+#[test]
+fn eight_threads_with_their_own_connections_race_for_one_token_and_one_wins() {
     let expected: Vec<usize> = (0..ROUNDS).collect();
-    let mut sorted = wins.clone();
-    sorted.sort_unstable();
-    assert_eq!(sorted, expected, "exactly one winner per round");
+    assert_eq!(
+        race_threads(false),
+        expected,
+        "exactly one winner per round"
+    );
+}
+
+// r[verify gate.token.single-use]
+#[test]
+fn eight_threads_sharing_one_gate_race_for_one_token_and_one_wins() {
+    let expected: Vec<usize> = (0..ROUNDS).collect();
+    assert_eq!(race_threads(true), expected, "exactly one winner per round");
+}
+
+#[test]
+fn concurrent_redemptions_of_different_tokens_all_succeed_through_the_group_commit() {
+    const THREADS: usize = 8;
+    const PER_THREAD: usize = 25;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let gate = on_file(&dir.path().join("cache.db"));
+    let tokens: Vec<Vec<String>> = (0..THREADS)
+        .map(|_| (0..PER_THREAD).map(|_| raise_and_issue(&gate)).collect())
+        .collect();
+    let workers: Vec<_> = tokens
+        .into_iter()
+        .map(|mine| {
+            let gate = gate.clone();
+            std::thread::spawn(move || {
+                for token in &mine {
+                    gate.redeem(token, &DELETE, StateFp::none)
+                        .expect("each token once")
+                        .keep_spent(SpentReason::Completed);
+                }
+                mine
+            })
+        })
+        .collect();
+    for worker in workers {
+        for token in worker.join().expect("worker") {
+            assert!(matches!(
+                gate.redeem(&token, &DELETE, StateFp::none),
+                Err(RedeemError::AlreadySpent)
+            ));
+        }
+    }
 }
 
 struct ChildProcess {
