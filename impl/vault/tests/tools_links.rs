@@ -92,6 +92,7 @@ fn rewrite_link_drift_when_a_new_note_gains_a_link() {
     assert_eq!(fx.get("c.md").unwrap(), "a fresh [[old]] link");
 }
 
+// r[verify vault.acl.declared.rewrite-link]
 #[test]
 fn rewrite_link_acl_refusal_gives_the_token_back() {
     // sub/b.md would be touched but may not be written: refused by name after the gate.

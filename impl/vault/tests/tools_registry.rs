@@ -399,6 +399,7 @@ fn an_expired_token_is_refused() {
 // r[verify release.cancel]
 // r[verify release.restores]
 // r[verify release.event]
+// r[verify results.cancelled]
 #[test]
 fn a_cancellation_before_the_handler_gives_the_token_back() {
     let fx = Fx::new();
@@ -415,6 +416,8 @@ fn a_cancellation_before_the_handler_gives_the_token_back() {
         .pipeline
         .execute(&prepared, prepared.token_approval(), &cancel)
         .unwrap_err();
+    assert_eq!(error.code, ErrorCode::InternalError);
+    assert_eq!(error.details.as_ref().unwrap()["reason"], "cancelled");
     assert_eq!(error.details.as_ref().unwrap()["token_released"], true);
     assert_eq!(fx.released(), 1);
     assert!(fx.get("a.md").is_some());

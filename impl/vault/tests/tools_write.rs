@@ -426,6 +426,7 @@ fn wiki_scenario() -> Scenario<'static> {
 
 // r[verify tools.commit-wiki-page]
 // r[verify vault.wiki-seal]
+// r[verify tools.commit-wiki-page.unsealed]
 #[test]
 fn commit_wiki_page_overwrites_its_own_sealed_pages_freely() {
     let fx = Fx::new();
@@ -462,6 +463,7 @@ fn commit_wiki_page_overwrites_its_own_sealed_pages_freely() {
 }
 
 // r[verify state.delete-voids]
+// r[verify vault.wiki-seal.sidecar]
 #[test]
 fn a_new_server_secret_makes_sealed_pages_read_as_edited() {
     let dir = tempfile::tempdir().unwrap();
