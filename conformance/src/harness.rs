@@ -5,7 +5,8 @@
 
 use std::fmt;
 
-use tc_model::{Action, GateModel, ModelConfig, Outcome};
+use tc_gate::EventName;
+use tc_model::{Action, GateModel, ModelConfig, Outcome, Stage, TokenFate};
 
 use crate::sut::{Sut, SutError, SutOptions};
 
@@ -21,6 +22,46 @@ pub enum ImplSide {
         model: Vec<u8>,
         implementation: Vec<u8>,
     },
+    /// Same outcome, but tc-gate recorded other events than the outcome implies.
+    EventsDiffer {
+        expected: Vec<EventName>,
+        recorded: Vec<EventName>,
+    },
+}
+
+/// The events an outcome implies (spec/events.md): a raise records `tc.elicit.requested`, a
+/// mint `elicit_minted`, every handler run `tc.elicit.consumed` (trip.consumed-event-per-run),
+/// every release `hitl_released` (release.event). The harness enters a handler for an applied
+/// call and for the stages after a request was sent or the handler ran; a folder-ACL refusal
+/// or a cancellation stops before it, and so does the write gate's preflight, except for
+/// `update_task`, whose write gate refuses inside its handler.
+pub fn expected_events(action: &Action, outcome: &Outcome) -> Vec<EventName> {
+    match outcome {
+        Outcome::Raised { .. } | Outcome::Reraised { .. } | Outcome::Prompted { .. } => {
+            vec![EventName::Requested]
+        }
+        Outcome::Minted(_) => vec![EventName::Minted],
+        Outcome::Applied => vec![EventName::Consumed],
+        Outcome::AfterGate { stage, fate } => {
+            let Action::RedeemToken { call, .. } = action else {
+                return Vec::new();
+            };
+            let entered = match stage {
+                Stage::AclDenied | Stage::Cancelled => false,
+                Stage::ConventionBlockedBeforeWrite => call.tool.confirms_in_handler(),
+                _ => true,
+            };
+            let mut events = Vec::new();
+            if entered {
+                events.push(EventName::Consumed);
+            }
+            if *fate == TokenFate::Released {
+                events.push(EventName::Released);
+            }
+            events
+        }
+        _ => Vec::new(),
+    }
 }
 
 /// The first disagreement of a run.
@@ -59,6 +100,9 @@ impl fmt::Display for Divergence {
             } => format!(
                 "the same outcome, but note versions model {model:?}, impl {implementation:?}"
             ),
+            ImplSide::EventsDiffer { expected, recorded } => {
+                format!("the same outcome, but events {recorded:?} where it implies {expected:?}")
+            }
         };
         write!(
             f,
@@ -98,25 +142,14 @@ impl Harness {
         let step = self.steps;
         self.steps += 1;
         let model = self.model.apply(action);
-        let divergence = |implementation| Divergence {
-            step,
-            action: *action,
-            model,
-            implementation,
-        };
-        let implementation = match self.sut.apply(action) {
-            Ok(outcome) => outcome,
-            Err(error) => return Err(divergence(ImplSide::Failed(error.to_string()))),
-        };
-        if implementation != model {
-            return Err(divergence(ImplSide::Answered(implementation)));
-        }
-        if self.sut.versions() != self.model.versions() {
-            return Err(divergence(ImplSide::NotesDiffer {
-                model: self.model.versions().to_vec(),
-                implementation: self.sut.versions().to_vec(),
-            }));
-        }
+        check_step(&mut self.sut, &self.model, action, model).map_err(|implementation| {
+            Divergence {
+                step,
+                action: *action,
+                model,
+                implementation,
+            }
+        })?;
         Ok(model)
     }
 
@@ -126,6 +159,37 @@ impl Harness {
             .iter()
             .try_for_each(|action| self.step(action).map(drop))
     }
+}
+
+/// Applies `action` to `sut` and compares it with `model`, the model's answer to the same
+/// action, and `after`, the model's state after it: the outcome, the notes, and the events
+/// the outcome implies.
+pub fn check_step(
+    sut: &mut Sut,
+    after: &GateModel,
+    action: &Action,
+    model: Outcome,
+) -> Result<(), ImplSide> {
+    let implementation = sut
+        .apply(action)
+        .map_err(|error| ImplSide::Failed(error.to_string()))?;
+    if implementation != model {
+        return Err(ImplSide::Answered(implementation));
+    }
+    if sut.versions() != after.versions() {
+        return Err(ImplSide::NotesDiffer {
+            model: after.versions().to_vec(),
+            implementation: sut.versions().to_vec(),
+        });
+    }
+    let recorded = sut
+        .take_events()
+        .map_err(|error| ImplSide::Failed(error.to_string()))?;
+    let expected = expected_events(&action.normalized(after.config()), &model);
+    if recorded != expected {
+        return Err(ImplSide::EventsDiffer { expected, recorded });
+    }
+    Ok(())
 }
 
 /// Why a replay failed.

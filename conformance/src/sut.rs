@@ -34,9 +34,9 @@ use tc_gate::clock::{ManualClock, SeededEntropy};
 use tc_gate::keys::ServerSecret;
 use tc_gate::request_state::{RequestStateSealer, StateBinding, StateError};
 use tc_gate::{
-    AdmitError, BindingMismatch, BuiltinVerifier, Gate, GateConfig, InHandlerNoEffect, MintError,
-    NoEffect, NonTokenRoute, RedeemError, ReleaseOutcome, ReleaseTicket, RequestStateMode,
-    SpentReason, StateFp, Store, StoreError, Verifier,
+    AdmitError, BindingMismatch, BuiltinVerifier, EventName, Gate, GateConfig, InHandlerNoEffect,
+    MintError, NoEffect, NonTokenRoute, RedeemError, ReleaseOutcome, ReleaseTicket,
+    RequestStateMode, SpentReason, StateFp, Store, StoreError, Verifier,
 };
 use tc_model::clause;
 use tc_model::{
@@ -185,6 +185,8 @@ pub struct Sut {
     tokens: Vec<String>,
     states: Vec<String>,
     prompts: Vec<OpenPrompt>,
+    /// The id of the last event read by [`Sut::take_events`].
+    last_event_id: i64,
 }
 
 impl fmt::Debug for Sut {
@@ -245,6 +247,7 @@ impl Sut {
             tokens: Vec::new(),
             states: Vec::new(),
             prompts: Vec::new(),
+            last_event_id: 0,
         })
     }
 
@@ -260,6 +263,39 @@ impl Sut {
     /// The gate, for tests that inspect it (events, counters) after a run.
     pub fn gate(&self) -> Result<&Gate, SutError> {
         self.gate.as_ref().ok_or(SutError::Closed)
+    }
+
+    /// The names of the events recorded since the last call, oldest first. Fails if an event
+    /// carries a token's text (gate.token.never-logged) or a raw caller id instead of its hash
+    /// (events.caller-hashed).
+    pub fn take_events(&mut self) -> Result<Vec<EventName>, SutError> {
+        let events = self.gate()?.events(self.last_event_id, usize::MAX >> 1)?;
+        let mut names = Vec::with_capacity(events.len());
+        for event in events {
+            self.last_event_id = event.id;
+            let text = format!("{event:?}");
+            if let Some(token) = self
+                .tokens
+                .iter()
+                .find(|token| text.contains(token.as_str()))
+            {
+                return Err(SutError::Unexpected(format!(
+                    "event {} carries the text of token {token}",
+                    event.name
+                )));
+            }
+            if let Some(hash) = &event.caller_hash
+                && !(0..self.config.callers)
+                    .any(|n| *hash == tc_gate::caller_hash(&world::caller_id(tc_model::Caller(n))))
+            {
+                return Err(SutError::Unexpected(format!(
+                    "event {} carries caller {hash:?}, not the hash of a caller",
+                    event.name
+                )));
+            }
+            names.push(event.name);
+        }
+        Ok(names)
     }
 
     fn now(&self) -> i64 {
