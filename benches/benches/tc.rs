@@ -6,5 +6,11 @@
 mod gate_codecs;
 mod gate_store;
 mod governor;
+mod paging;
 
-criterion::criterion_main!(gate_codecs::benches, gate_store::benches, governor::benches);
+criterion::criterion_main!(
+    gate_codecs::benches,
+    gate_store::benches,
+    governor::benches,
+    paging::benches,
+);

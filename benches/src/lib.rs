@@ -1,5 +1,7 @@
 //! tc-benches: shared fixtures for the criterion benchmarks.
 
+pub mod vault_gen;
+
 use serde_json::{Value, json};
 
 /// A `read_notes`-shaped result of about `total_bytes` serialized bytes: notes of 2 KB

@@ -48,16 +48,19 @@
 //! an unreadable folder cannot hold the walk in place forever.
 
 use std::fmt;
+use std::fs::{self, File};
+use std::io::{self, Read};
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tc_gate::clock::Clock;
 use tc_gate::cursor::{CursorClaims, CursorCodec, CursorError, request_digest};
 
 use crate::acl::{Acl, Scopes};
-use crate::error::VaultError;
+use crate::error::{VaultError, VaultResult};
+use crate::note::frontmatter_json;
 use crate::path::{FolderPath, MAX_PATH_BYTES, VaultPath};
-use crate::vault::Vault;
+use crate::vault::{Vault, content_hash};
 use crate::walk::{
     Candidate, DeniedPolicy, EntryEncoder, ListEntryEncoder, NoteEntryEncoder, Page, PageRequest,
     Walk, WalkFilter, envelope_overhead, fill_page, walk_candidates,
@@ -320,15 +323,27 @@ pub fn read_notes(
             recursive: args.recursive.unwrap_or(true),
         },
     };
-    page(
-        ctx,
-        caller,
-        scopes,
-        READ_NOTES,
-        source,
-        args.cursor.as_deref(),
-        &mut NoteEntryEncoder,
-    )
+    let cursor = args.cursor.as_deref();
+    match source {
+        Source::Paths(_) => page(
+            ctx,
+            caller,
+            scopes,
+            READ_NOTES,
+            source,
+            cursor,
+            &mut NoteEntryEncoder,
+        ),
+        Source::Folder { .. } => page(
+            ctx,
+            caller,
+            scopes,
+            READ_NOTES,
+            source,
+            cursor,
+            &mut WalkedNoteEncoder,
+        ),
+    }
 }
 
 /// One page of `list_notes` for `caller`: `{path, size}` entries of the notes the caller
@@ -493,19 +508,133 @@ fn page<E: EntryEncoder>(
     finish(&page, vault_id, next_cursor)
 }
 
+/// The page as text, in exactly [`Page::write_json`]'s form (a test holds the two equal),
+/// assembled straight into a `String` so the page is not checked for UTF-8 again.
+fn page_json(
+    page: &Page,
+    vault_id: &str,
+    next_cursor: Option<&str>,
+) -> Result<String, PagingError> {
+    let encode = |value: &str| {
+        serde_json::to_string(value)
+            .map_err(|e| PagingError::Internal(format!("a page could not be assembled: {e}")))
+    };
+    let vault = encode(vault_id)?;
+    let cursor = match next_cursor {
+        Some(cursor) => encode(cursor)?,
+        None => "null".to_owned(),
+    };
+    let mut out = String::with_capacity(page.used + vault.len() + cursor.len() + 48);
+    out.push_str("{\"vault\":");
+    out.push_str(&vault);
+    out.push_str(",\"notes\":[");
+    join_into(&mut out, &page.notes);
+    out.push_str("],\"errors\":[");
+    join_into(&mut out, &page.errors);
+    out.push_str("],\"next_cursor\":");
+    out.push_str(&cursor);
+    out.push('}');
+    Ok(out)
+}
+
+fn join_into(out: &mut String, entries: &[Box<str>]) {
+    for (i, entry) in entries.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(entry);
+    }
+}
+
 fn finish(
     page: &Page,
     vault_id: &str,
     next_cursor: Option<String>,
 ) -> Result<PageOutput, PagingError> {
-    let json = String::from_utf8(page.write_json(vault_id, next_cursor.as_deref()))
-        .map_err(|_| PagingError::Internal("a page was assembled from non-UTF-8 text".into()))?;
+    let json = page_json(page, vault_id, next_cursor.as_deref())?;
+    debug_assert_eq!(
+        json.as_bytes(),
+        page.write_json(vault_id, next_cursor.as_deref())
+    );
     Ok(PageOutput {
         json,
         next_cursor,
         notes: page.notes.len(),
         errors: page.errors.len(),
     })
+}
+
+/// `read_notes` entries of a folder walk: the same `{path, content, frontmatter,
+/// content_hash}` as [`NoteEntryEncoder`], read without resolving the path again.
+///
+/// A walk's paths come from directory listings that never descend through a link, and a
+/// link to a file is only listed when it stays inside the vault; so a walked path that is a
+/// regular file (checked without following it) is inside the vault already, and
+/// canonicalizing it again, one `readlink` per component of the absolute path, is most of
+/// the cost of a note. Anything else (a link, a note gone since it was listed) goes through
+/// [`Vault::read_limited`] and its full resolution, which also gives the right error.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct WalkedNoteEncoder;
+
+#[derive(Serialize)]
+struct NoteEntry<'a> {
+    path: &'a str,
+    content: &'a str,
+    frontmatter: Value,
+    content_hash: &'a str,
+}
+
+impl EntryEncoder for WalkedNoteEncoder {
+    fn encode(&mut self, vault: &Vault, path: &VaultPath, budget: usize) -> VaultResult<Vec<u8>> {
+        let too_large = |size: u64| VaultError::TooLarge {
+            path: path.as_str().to_owned(),
+            size,
+            limit: budget as u64,
+        };
+        let location = vault.root().join(path);
+        let meta = match fs::symlink_metadata(&location) {
+            Ok(meta) if meta.file_type().is_file() => meta,
+            _ => return NoteEntryEncoder.encode(vault, path, budget),
+        };
+        // The entry is never smaller than the note: refuse from the size alone, unread.
+        if meta.len() > budget as u64 {
+            return Err(too_large(meta.len()));
+        }
+        let Ok(file) = File::open(&location) else {
+            return NoteEntryEncoder.encode(vault, path, budget);
+        };
+        let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+        file.take(budget as u64 + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|e| VaultError::Io {
+                path: path.as_str().to_owned(),
+                op: "read",
+                source: e,
+            })?;
+        if bytes.len() > budget {
+            return Err(too_large(bytes.len() as u64));
+        }
+        let hash = content_hash(&bytes);
+        let text = String::from_utf8_lossy(&bytes);
+        let entry = NoteEntry {
+            path: path.as_str(),
+            content: &text,
+            frontmatter: frontmatter_json(&text),
+            content_hash: &hash,
+        };
+        // Room for the usual escapes up front, so the encoder seldom grows the buffer.
+        let mut encoded =
+            Vec::with_capacity(text.len() + text.len() / 8 + path.as_str().len() + 192);
+        serde_json::to_writer(&mut encoded, &entry).map_err(|e| VaultError::Io {
+            path: path.as_str().to_owned(),
+            op: "encode",
+            source: io::Error::other(e),
+        })?;
+        if encoded.len() > budget {
+            return Err(too_large(encoded.len() as u64));
+        }
+        Ok(encoded)
+    }
 }
 
 /// The candidates of explicit `paths` from index `start`: each must be a note path

@@ -872,3 +872,41 @@ proptest! {
         prop_assert_eq!(served, fitting);
     }
 }
+
+/// A folder walk reads its notes without resolving them again; what it serves must be
+/// exactly what reading the same paths explicitly serves, links and odd bytes included.
+// r[verify paging.read-notes.shape]
+#[test]
+fn a_folder_walk_serves_the_same_entries_as_explicit_paths() {
+    let f = varied_vault();
+    fs::write(f.root().join("bytes.md"), b"not \xff utf-8 \"q\"\n").unwrap();
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::symlink(f.root().join("note-00.md"), f.root().join("alias.md")).unwrap();
+        let outside = f.root().parent().unwrap().join("outside.md");
+        fs::write(&outside, "secret outside").unwrap();
+        std::os::unix::fs::symlink(&outside, f.root().join("escape.md")).unwrap();
+    }
+    let walked = all_notes(&read_all(&f.ctx(1_000_000), "alice", &folder_args("")));
+    let paths: Vec<String> = walked
+        .iter()
+        .map(|n| n["path"].as_str().unwrap().to_owned())
+        .collect();
+    #[cfg(unix)]
+    assert!(paths.contains(&"alias.md".to_owned()));
+    assert!(paths.contains(&"bytes.md".to_owned()));
+    assert!(
+        !paths.contains(&"escape.md".to_owned()),
+        "a link out is never walked"
+    );
+    assert!(!walked.iter().any(|n| n["content"] == "secret outside"));
+    let refs: Vec<&str> = paths.iter().map(String::as_str).collect();
+    let explicit = all_notes(&read_all(&f.ctx(1_000_000), "alice", &paths_args(&refs)));
+    assert_eq!(walked, explicit);
+    let bytes = walked.iter().find(|n| n["path"] == "bytes.md").unwrap();
+    assert_eq!(bytes["content"], "not \u{fffd} utf-8 \"q\"\n");
+    assert_eq!(
+        bytes["content_hash"],
+        content_hash(b"not \xff utf-8 \"q\"\n").as_str()
+    );
+}
