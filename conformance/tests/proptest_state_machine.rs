@@ -5,7 +5,8 @@
 //! sequence stays meaningful; the handle ranges are small so that calls, tokens and states
 //! collide.
 //!
-//! Bounded for CI: 64 cases of up to 30 transitions per request-state mode.
+//! Bounded for CI: 64 cases of up to 30 transitions per request-state mode
+//! (`TC_PROPTEST_CASES=5000` for a longer hunt by hand).
 
 use proptest::prelude::*;
 use proptest::sample::select;
@@ -166,11 +167,16 @@ impl<const SINGLE_USE: bool> StateMachineTest for GateTest<SINGLE_USE> {
     }
 }
 
+/// 64 cases, or `TC_PROPTEST_CASES` for a longer hunt by hand.
 fn config() -> Config {
+    let cases = std::env::var("TC_PROPTEST_CASES")
+        .ok()
+        .and_then(|value| value.parse().ok())
+        .unwrap_or(64);
     Config {
         // The shrinker replays whole sequences on a file-backed cache.db; keep it bounded.
         max_shrink_iters: 512,
-        ..Config::with_cases(64)
+        ..Config::with_cases(cases)
     }
 }
 
@@ -179,7 +185,6 @@ prop_state_machine! {
 
     // r[verify approval.bound]
     // r[verify approval.expiry]
-    // r[verify approval.fresh-per-call]
     // r[verify gate.token.single-use]
     // r[verify gate.token.check-before-consume]
     // r[verify gate.token.refused]

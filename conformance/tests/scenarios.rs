@@ -84,6 +84,7 @@ fn refused(clause: &'static str, kind: RefusalKind) -> Outcome {
 
 // r[verify gate.token.single-use]
 // r[verify gate.token.refused]
+// r[verify approval.fresh-per-call]
 #[test]
 fn a_minted_token_applies_once() {
     let mut h = memory();
@@ -348,7 +349,6 @@ fn with_the_extension_a_request_state_applies_once() {
 }
 
 // r[verify drift.every-route]
-// r[verify trip.verified-not-granted]
 #[test]
 fn a_request_state_for_a_changed_note_is_replay_drift_not_a_fresh_prompt() {
     let mut h = memory();
@@ -363,6 +363,7 @@ fn a_request_state_for_a_changed_note_is_replay_drift_not_a_fresh_prompt() {
 }
 
 // r[verify trip.accept-only]
+// r[verify trip.verified-not-granted]
 // r[verify trip.decline]
 // r[verify trip.cancel]
 // r[verify state.invalid-fresh]
