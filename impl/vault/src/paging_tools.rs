@@ -38,8 +38,14 @@
 //! a cursor long enough for the page's position. Positions are paths of any length up to
 //! 4,096 bytes, and the page's last path is only known once it is full; so the envelope is
 //! reserved for a position of [`position_reserve`] bytes (1/64 of the cap, up to 4,096;
-//! or the page's first path, if longer), and a later path longer than that ends the page before it. The cursor then
-//! always fits in what was reserved, and no page is assembled twice.
+//! or the page's first path, if longer), and a later path longer than that ends the page
+//! before it. The cursor then always fits in what was reserved, and no page is assembled
+//! twice.
+//!
+//! A folder walk reads its notes with [`WalkedNoteEncoder`], which trusts what the walk
+//! already established about a path instead of canonicalizing it again (most of the cost of
+//! a small note); explicit `paths` come from the caller and go through the vault's full
+//! resolution ([`NoteEntryEncoder`]). Both produce the same entries.
 //!
 //! The folder ACL is checked for every note on every page, against whatever ACL and scopes
 //! the call brings (so a path revoked mid-walk is not served): a folder walk leaves out what
