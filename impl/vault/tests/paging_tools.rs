@@ -807,6 +807,7 @@ fn long_paths_still_page_under_the_cap() {
 
 /// A folder the walk cannot list is one errors entry, and the walk goes on past it.
 #[cfg(unix)]
+// r[verify paging.walk-unlistable]
 #[test]
 fn an_unlistable_folder_is_reported_once_and_passed() {
     use std::os::unix::fs::PermissionsExt;
