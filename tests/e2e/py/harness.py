@@ -25,7 +25,7 @@ from typing import Any
 import httpx2
 import mcp_types as types
 from mcp import Client
-from mcp.client.stdio import StdioServerParameters
+from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 BIN = os.environ.get("OBSIDIAN_TC_BIN", "")
@@ -174,12 +174,18 @@ async def connect(
         assert answer is not None
         return answer
 
+    stack = contextlib.AsyncExitStack()
     if http is None:
         args = v.serve_args() + (["--legacy-elicitation-shim"] if shim else [])
-        server: Any = StdioServerParameters(command=BIN, args=args)
+        # The server's stderr goes to a log file beside the vault rather than into the test
+        # runner's output; a failure quotes it.
+        errlog = stack.enter_context((v.dir / "stdio-server.log").open("a"))
+        server: Any = stdio_client(StdioServerParameters(command=BIN, args=args), errlog=errlog)
     else:
         headers = {"Authorization": f"Bearer {bearer}"} if bearer else {}
-        hc = httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(CALL_TIMEOUT, read=CALL_TIMEOUT))
+        hc = await stack.enter_async_context(
+            httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(CALL_TIMEOUT, read=CALL_TIMEOUT))
+        )
         server = streamable_http_client(http.url, http_client=hc)
     client = Client(
         server,
@@ -187,8 +193,16 @@ async def connect(
         elicitation_callback=on_elicit if answer is not None else None,
         read_timeout_seconds=CALL_TIMEOUT,
     )
-    async with client:
-        yield Connected(client, prompts)
+    async with stack:
+        async with client:
+            # The era asked for is the era spoken: a silent fallback would make every
+            # round-trip assertion meaningless.
+            negotiated = client.protocol_version
+            if era == "legacy":
+                assert negotiated < MODERN, f"asked for the legacy era, negotiated {negotiated}"
+            else:
+                assert negotiated == era, f"asked for {era}, negotiated {negotiated}"
+            yield Connected(client, prompts)
 
 
 def structured(result: types.CallToolResult) -> dict[str, Any]:

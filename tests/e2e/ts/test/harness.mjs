@@ -201,6 +201,14 @@ export async function connect(v, { transport = 'stdio', era = 'legacy', answer =
     } catch (e) {
         throw new Error(`connect failed (${era}, ${transport === 'stdio' ? 'stdio' : 'http'}): ${e.message}\nserver stderr:\n${stderr()}`);
     }
+    // The era the test asked for is the era the connection speaks: a modern pin that fell
+    // back to 2025 (or the reverse) would make every round-trip assertion meaningless.
+    const negotiated = client.getNegotiatedProtocolVersion();
+    if (era === 'legacy') {
+        assert.ok(negotiated && negotiated < MODERN, `asked for the legacy era, negotiated ${negotiated}`);
+    } else {
+        assert.equal(negotiated, era, `asked for ${era}, negotiated ${negotiated}`);
+    }
     return { client, prompts, stderr };
 }
 
