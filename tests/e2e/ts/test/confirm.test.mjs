@@ -33,13 +33,13 @@ const PLAIN = [
     { name: 'http legacy, server started with the shim flag', transport: 'http', era: 'legacy', shim: true },
 ];
 
-async function open(route, answer) {
+async function open(route, answer, elicitation) {
     const v = makeVault();
     let transport = 'stdio';
     if (route.transport === 'http') {
         transport = await startHttp(v, { extraArgs: route.shim ? ['--legacy-elicitation-shim'] : [] });
     }
-    const c = await connect(v, { transport, era: route.era, answer, shim: route.transport === 'stdio' && route.shim });
+    const c = await connect(v, { transport, era: route.era, answer, shim: route.transport === 'stdio' && route.shim, elicitation });
     return { v, c };
 }
 
@@ -188,6 +188,29 @@ describe('CLI route (TS)', () => {
             assert.equal(again.code, 'elicit_required', `${where} replay: ${JSON.stringify(again)}`);
             assert.equal(again.details?.token_rejected, 'spent', `${where} replay: ${JSON.stringify(again)}`);
             assert.equal(existsSync(v.target), true, `${where}: a spent token deleted the note again`);
+        });
+    }
+});
+
+describe('declared capability shapes (TS)', () => {
+    for (const route of ROUND_TRIPS) {
+        it(`${route.name}: a bare elicitation: {} is form mode and gets the round trip`, { timeout: TEST_TIMEOUT }, async () => {
+            // r[verify trip.bare-capability]
+            const { v, c } = await open(route, ANSWERS.accept, {});
+            const where = `${route.name} bare capability`;
+            success(await call(c, 'delete_note', DELETE), `${where} (server stderr: ${c.stderr()})`);
+            assert.equal(c.prompts.length, 1, `${where}: prompted ${c.prompts.length} times`);
+            assert.equal(existsSync(v.target), false, `${where}: the note is still there`);
+        });
+
+        it(`${route.name}: url-only elicitation gets the plain elicit_required`, { timeout: TEST_TIMEOUT }, async () => {
+            // r[verify trip.url-only]
+            const { v, c } = await open(route, ANSWERS.accept, { url: {} });
+            const where = `${route.name} url-only capability`;
+            const err = failure(await call(c, 'delete_note', DELETE), where);
+            assertElicitRequired(err, route.transport === 'stdio' ? 'stdio' : 'http-local', where);
+            assert.equal(c.prompts.length, 0, `${where}: the client was prompted`);
+            assert.equal(existsSync(v.target), true, `${where}: the note was deleted`);
         });
     }
 });

@@ -164,11 +164,12 @@ export async function startHttp(v, { extraArgs = [] } = {}) {
  *   WITHOUT the elicitation capability. Prompts are recorded in the returned `prompts`.
  * - `bearer`: a JWT for the HTTP Authorization header.
  * - `shim`: pass --legacy-elicitation-shim to a stdio server.
+ * - `elicitation`: the capability object declared with an `answer` (form mode by default).
  */
-export async function connect(v, { transport = 'stdio', era = 'legacy', answer = null, bearer, shim = false, manual = false } = {}) {
+export async function connect(v, { transport = 'stdio', era = 'legacy', answer = null, bearer, shim = false, manual = false, elicitation = { form: {} } } = {}) {
     const prompts = [];
     const options = {
-        capabilities: answer ? { elicitation: { form: {} } } : {},
+        capabilities: answer ? { elicitation } : {},
         versionNegotiation: era === 'legacy' ? { mode: 'legacy' } : { mode: { pin: era } },
     };
     if (manual) options.inputRequired = { autoFulfill: false };

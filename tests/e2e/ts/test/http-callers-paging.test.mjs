@@ -119,3 +119,27 @@ describe('read_notes paging (TS)', () => {
         assert.deepEqual([...seen].sort(), expected, 'the walk did not return every note exactly once');
     });
 });
+
+describe('read_notes cursor across JWT callers (TS)', () => {
+    it("B's replay of A's cursor is invalid_input foreign; A's own walk continues", { timeout: TEST_TIMEOUT }, async () => {
+        // r[verify paging.cursor.bound]
+        // r[verify paging.cursor.refusals]
+        // r[verify results.invalid-input]
+        // r[verify auth.isolation]
+        const v = makeVault({ notes: 8, noteLines: 6 });
+        writeConfig(v, { jwt: true, maxResponseBytes: 2_500 });
+        const [tokA, tokB] = [await mintJwt(v, 'alice'), await mintJwt(v, 'bob')];
+        const http = await startHttp(v);
+        const a = await connect(v, { transport: http, era: MODERN, bearer: tokA });
+        const b = await connect(v, { transport: http, era: MODERN, bearer: tokB });
+        const first = success(await call(a, 'read_notes', { folder: 'notes' }), "alice's first page");
+        assert.equal(typeof first.next_cursor, 'string', `expected a next_cursor: ${JSON.stringify(first)}`);
+        const err = failure(await call(b, 'read_notes', { folder: 'notes', cursor: first.next_cursor }), "bob with alice's cursor");
+        assert.equal(err.code, 'invalid_input', `bob with alice's cursor: ${JSON.stringify(err)}`);
+        assert.equal(err.details?.reason, 'foreign', `bob with alice's cursor: ${JSON.stringify(err)}`);
+        const mismatch = failure(await call(a, 'read_notes', { folder: 'inbox', cursor: first.next_cursor }), 'cursor on another request');
+        assert.equal(mismatch.code, 'invalid_input', JSON.stringify(mismatch));
+        assert.equal(mismatch.details?.reason, 'request_mismatch', JSON.stringify(mismatch));
+        success(await call(a, 'read_notes', { folder: 'notes', cursor: first.next_cursor }), "alice's second page");
+    });
+});
