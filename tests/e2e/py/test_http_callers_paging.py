@@ -160,3 +160,26 @@ def test_read_notes_paging_walk() -> None:
                 assert sorted(seen) == [f"notes/note-{i:02d}.md" for i in range(1, 13)]
 
     run(body)
+
+
+def test_read_notes_cursor_is_bound_to_caller_and_request() -> None:
+    # r[verify paging.cursor.bound]
+    # r[verify paging.cursor.refusals]
+    # r[verify results.invalid-input]
+    # r[verify auth.isolation]
+    async def body() -> None:
+        with make_vault(notes=8, note_lines=6) as v:
+            write_config(v, jwt=True, max_response_bytes=2500)
+            tok_a, tok_b = mint_jwt(v, "alice"), mint_jwt(v, "bob")
+            with http_server(v) as http:
+                async with connect(v, http=http, era="legacy", bearer=tok_a) as a, connect(v, http=http, era="legacy", bearer=tok_b) as b:
+                    first = success(await call(a, "read_notes", {"folder": "notes"}), "alice's first page")
+                    cursor = first["next_cursor"]
+                    assert isinstance(cursor, str), first
+                    err = failure(await call(b, "read_notes", {"folder": "notes", "cursor": cursor}), "bob with alice's cursor")
+                    assert err["code"] == "invalid_input" and err["details"]["reason"] == "foreign", err
+                    err = failure(await call(a, "read_notes", {"folder": "inbox", "cursor": cursor}), "another request")
+                    assert err["code"] == "invalid_input" and err["details"]["reason"] == "request_mismatch", err
+                    success(await call(a, "read_notes", {"folder": "notes", "cursor": cursor}), "alice's second page")
+
+    run(body)
