@@ -96,10 +96,7 @@ fn run_serve(args: &cli::ServeArgs, env: &CacheEnv) -> Result<String, Refusal> {
         legacy_elicitation_shim = plan.legacy_elicitation_shim,
         "serve: configuration checked"
     );
-    Err(Refusal::new(
-        "the MCP server itself is not available in this build yet (the configuration, vaults \
-         and cache directory were checked and are valid); use a build that includes it",
-    ))
+    serve::run(plan)
 }
 
 #[cfg(test)]

@@ -5,13 +5,18 @@
 //! [`plan`] turns the arguments into a [`ServePlan`]: the validated configuration with the
 //! `VAULT_DIR` vault added, the cache directory (`--cache-dir` > `cacheDir` > default, never
 //! inside a vault), the transport, and whether the legacy stdio shim is on. Every refusal
-//! happens here, before anything is bound or written.
+//! of the configuration happens there, before anything is bound or written; [`run`] then
+//! loads the server secret, opens cache.db, prints the `elicit:` key-source line on stderr
+//! and serves (spec/state.md `state.key.startup-line`; spec/cli.md `cli.serve.stderr`).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use tc_server::auth::check_bind;
 use tc_server::config::{CacheEnv, Config};
+use tc_server::metrics::Metrics;
+use tc_server::serve::{assemble, serve_http, serve_stdio};
 
 use crate::Refusal;
 use crate::cli::ServeArgs;
@@ -62,5 +67,32 @@ pub fn plan(args: &ServeArgs, env: &CacheEnv) -> Result<ServePlan, Refusal> {
         cache_dir,
         transport,
         legacy_elicitation_shim,
+    })
+}
+
+// r[impl state.key.startup-line]
+// r[impl cli.serve.transports]
+/// Starts the server of `plan` and serves until the client (stdio) or the process (HTTP)
+/// ends. Returns what goes to stdout: nothing, since stdout is the stdio transport's.
+pub fn run(plan: ServePlan) -> Result<String, Refusal> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Refusal::new(format!("cannot start the async runtime: {e}")))?;
+    runtime.block_on(async move {
+        let assembled = assemble(
+            &plan.config,
+            &plan.cache_dir,
+            plan.legacy_elicitation_shim,
+            Arc::new(Metrics::new()),
+        )
+        .map_err(|e| Refusal::new(e.to_string()))?;
+        eprintln!("{}", assembled.key_source.startup_line());
+        let served = match plan.transport {
+            Transport::Stdio => serve_stdio(assembled.core).await,
+            Transport::Http(addr) => serve_http(assembled.core, &plan.config, addr).await,
+        };
+        served.map_err(|e| Refusal::new(e.to_string()))?;
+        Ok(String::new())
     })
 }

@@ -43,6 +43,10 @@ pub struct Config {
     /// `legacyElicitationShim`: server-sent `elicitation/create` on legacy stdio sessions.
     #[serde(default)]
     pub legacy_elicitation_shim: bool,
+    /// `requestStateSingleUse` (extension, spec `state.ext.opt-in`): admit each
+    /// requestState at most once, through the consumed-state store in cache.db.
+    #[serde(default)]
+    pub request_state_single_use: bool,
     #[serde(default)]
     pub governor: GovernorConfig,
     #[serde(default)]
@@ -226,6 +230,7 @@ impl Default for Config {
             cache_dir: None,
             elicit_ttl_seconds: DEFAULT_ELICIT_TTL_SECONDS,
             legacy_elicitation_shim: false,
+            request_state_single_use: false,
             governor: GovernorConfig::default(),
             auth: AuthConfig::default(),
             vaults: Vec::new(),

@@ -1,10 +1,19 @@
 //! tc-server: the MCP server on rmcp (dispatch, confirmation round trips, transports).
 //!
-//! The foundations of issue 5 live here: [`config`] (CONTRACT §2), [`auth`] (callers and
-//! HTTP authentication), [`metrics`] (Prometheus counters) and [`http`] (the axum scaffold
-//! the Streamable HTTP service is nested into).
+//! [`config`] (CONTRACT §2), [`auth`] (callers and HTTP authentication), [`metrics`]
+//! (Prometheus counters), [`http`] (the axum scaffold the Streamable HTTP service is nested
+//! into), [`dispatch`] (the one `tools/call` pipeline with every confirmation route),
+//! [`trips`] (round-trip wire shapes), [`results`] (result envelopes), [`resources`] (notes
+//! as MCP resources), [`handler`] (the rmcp `ServerHandler`) and [`serve`] (start-up and the
+//! stdio and HTTP transports).
 
 pub mod auth;
 pub mod config;
+pub mod dispatch;
+pub mod handler;
 pub mod http;
 pub mod metrics;
+pub mod resources;
+pub mod results;
+pub mod serve;
+pub mod trips;

@@ -1,0 +1,674 @@
+//! The one dispatch pipeline of `tools/call` (spec/dispatch.md `dispatch.order`,
+//! `dispatch.one-pipeline`, `dispatch.unknown-tool`; spec/trips.md; spec/governor.md
+//! `governor.cap`, `governor.counted`, `governor.single-serialization`; spec/events.md;
+//! CONTRACT §4, §6).
+//!
+//! Every call on every transport and era goes through [`ServerCore::call_tool`]:
+//!
+//! 1. schema → authentication and scopes → vault binding → read-only → tool precheck →
+//!    the confirmation gate's decision: tc-vault's [`Pipeline::prepare`] (the caller comes
+//!    from the transport: `stdio`, or the [`Caller`] that `http.rs` authenticated);
+//! 2. the confirmation route: a CLI token, the modern `input_required` round trip (offered,
+//!    or completed by a resubmission), the legacy stdio shim, or the plain `elicit_required`
+//!    refusal ([`Route`]);
+//! 3. folder ACL → handler: tc-vault's [`Pipeline::execute`] with the [`Approval`] the
+//!    route produced;
+//! 4. the governor: the result object is serialized once into a buffer capped at
+//!    `governor.maxResponseBytes`; an overflow is refused with `overflow`, recorded as
+//!    `tc.governor.overflow` and counted;
+//! 5. events: the gate's counters are folded into the metrics, and the outcome is logged
+//!    (to stderr, with the caller hashed).
+//!
+//! `read_notes` and `list_notes` are tools of the same registry; their pages come back
+//! serialized once, under the cap, and are admitted by length.
+
+use std::fmt;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::ErrorData;
+use rmcp::model::{
+    CallToolResponse, CallToolResult, InputRequests, InputRequiredResult, InputResponses,
+};
+use rmcp::service::{RequestContext, RoleServer};
+use serde_json::{Value, json};
+use tc_gate::clock::{Clock, Entropy};
+use tc_gate::cursor::CursorCodec;
+use tc_gate::governor::{BoundedError, Governor};
+use tc_gate::keys::{KeyPurpose, ServerSecret};
+use tc_gate::request_state::{RequestStateSealer, StateBinding};
+use tc_gate::{
+    AdmitError, CallBinding, Gate, GateConfig, NonTokenRoute, RequestStateMode, StateFp, Store,
+    caller_hash,
+};
+use tc_vault::paging_tools::PageLimits;
+use tc_vault::pipeline::{Approval, CancellationFlag, Pipeline, Prepared, ToolOutput};
+use tc_vault::tools::{
+    CallerContext, ErrorCode, PagingSetup, Registry, ToolError, VaultBinding, WikiSealer,
+    seal_dir_for,
+};
+use tc_vault::{Vault, snapshot_dir_for};
+
+use crate::auth::Caller;
+use crate::config::Config;
+use crate::metrics::Metrics;
+use crate::trips::{
+    self, Answer, CONFIRM_KEY, Era, confirm_input_request, confirm_params, judge_answer,
+    prompt_message, unwrap_state, wrap_state,
+};
+
+/// Which transport a handler serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transport {
+    Stdio,
+    Http,
+}
+
+/// How a gated call that brought no approval is confirmed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Route {
+    /// 2026-07-28 with form elicitation: `input_required`.
+    ModernRoundTrip,
+    /// Legacy stdio with the shim enabled and form elicitation: server-sent
+    /// `elicitation/create`.
+    LegacyShim,
+    /// Everything else: the plain `elicit_required` refusal.
+    Plain,
+}
+
+impl Route {
+    // r[impl trip.capability]
+    // r[impl trip.legacy-shim.stdio-only]
+    // r[impl trip.legacy-plain]
+    /// The route for a request of `era` over `transport`, given whether the client can show a
+    /// form for this request and whether the shim is enabled.
+    pub fn choose(era: Era, transport: Transport, form: bool, shim_enabled: bool) -> Self {
+        match (era, transport) {
+            _ if !form => Route::Plain,
+            (Era::Modern, _) => Route::ModernRoundTrip,
+            (Era::Legacy, Transport::Stdio) if shim_enabled => Route::LegacyShim,
+            (Era::Legacy, _) => Route::Plain,
+        }
+    }
+}
+
+/// Why the server could not be assembled from its configuration.
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    #[error("elicitTtlSeconds: {0}")]
+    Ttl(#[from] tc_gate::InvalidTtl),
+    #[error("vault `{vault}`: {message}")]
+    Vault { vault: String, message: String },
+    #[error("the tool registry is invalid: {0}")]
+    Registry(String),
+    #[error("governor.maxResponseBytes {0} does not fit this platform's memory")]
+    Cap(u64),
+}
+
+/// The exact call an outcome concerns, owned (for the governor's event).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct CallKey {
+    vault: String,
+    tool: String,
+    args_hash: String,
+    caller: String,
+}
+
+impl CallKey {
+    fn of(prepared: &Prepared) -> Self {
+        CallKey {
+            vault: prepared.vault_id().to_owned(),
+            tool: prepared.tool().to_owned(),
+            args_hash: prepared.args_hash().to_owned(),
+            caller: prepared.caller().id.clone(),
+        }
+    }
+
+    fn binding(&self) -> CallBinding<'_> {
+        CallBinding {
+            vault: &self.vault,
+            tool: &self.tool,
+            args_hash: &self.args_hash,
+            caller: &self.caller,
+        }
+    }
+}
+
+/// One `tools/call` as the client sent it.
+#[derive(Debug, Clone, Copy)]
+pub struct ToolCall<'a> {
+    pub tool: &'a str,
+    pub arguments: &'a Value,
+    /// The echoed `requestState` of a resubmitted round trip.
+    pub request_state: Option<&'a str>,
+    /// The client's answers (`inputResponses`) of a resubmitted round trip.
+    pub input_responses: Option<&'a InputResponses>,
+}
+
+/// Where a call ended before the governor.
+enum Step {
+    /// The modern round trip's first answer.
+    InputRequired(InputRequiredResult),
+    /// A result object to govern, or a refusal.
+    Done(Option<CallKey>, Result<ToolOutput, ToolError>),
+}
+
+/// Everything a request of the MCP server is served with, shared by every session.
+pub struct ServerCore {
+    pub(crate) pipeline: Pipeline,
+    pub(crate) governor: Governor,
+    pub(crate) sealer: RequestStateSealer,
+    pub(crate) cursors: CursorCodec,
+    pub(crate) metrics: Arc<Metrics>,
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) entropy: Arc<dyn Entropy>,
+    pub(crate) vault_ids: Vec<String>,
+    ttl_ms: i64,
+    legacy_shim: bool,
+}
+
+impl fmt::Debug for ServerCore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ServerCore")
+            .field("vaults", &self.vault_ids)
+            .field("max_response_bytes", &self.governor.limit())
+            .field("ttl_ms", &self.ttl_ms)
+            .field("legacy_shim", &self.legacy_shim)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What [`ServerCore::build`] needs besides the configuration.
+#[derive(Debug)]
+pub struct CoreParts<'a> {
+    pub cache_dir: &'a Path,
+    pub secret: &'a ServerSecret,
+    pub store: Store,
+    pub clock: Arc<dyn Clock>,
+    pub entropy: Arc<dyn Entropy>,
+    pub metrics: Arc<Metrics>,
+    /// `--legacy-elicitation-shim` or `legacyElicitationShim`.
+    pub legacy_shim: bool,
+}
+
+impl ServerCore {
+    /// Assembles the server: the vaults with their ACLs, conventions, snapshot and wiki-seal
+    /// folders under the cache directory, the gate over `store`, and the keys derived from
+    /// `secret`. Nothing scans a vault here (`cli.serve.lazy`).
+    pub fn build(config: &Config, parts: CoreParts<'_>) -> Result<Self, BuildError> {
+        let mode = if config.request_state_single_use {
+            RequestStateMode::SingleUse
+        } else {
+            RequestStateMode::Replayable
+        };
+        let gate_config = GateConfig::new(config.elicit_ttl_seconds)?.with_request_state_mode(mode);
+        let gate = Gate::new(
+            parts.store,
+            Arc::clone(&parts.clock),
+            Arc::clone(&parts.entropy),
+            gate_config,
+        );
+        let wiki_key = parts.secret.derive(KeyPurpose::WikiSeal);
+        let mut bindings = Vec::with_capacity(config.vaults.len());
+        for vc in &config.vaults {
+            let fail = |message: String| BuildError::Vault {
+                vault: vc.id.clone(),
+                message,
+            };
+            let snapshots =
+                snapshot_dir_for(parts.cache_dir, &vc.id).map_err(|e| fail(e.to_string()))?;
+            let seals = seal_dir_for(parts.cache_dir, &vc.id).map_err(|e| fail(e.to_string()))?;
+            let vault = Vault::open(
+                vc.id.clone(),
+                &vc.root,
+                snapshots,
+                Arc::clone(&parts.clock),
+                Arc::clone(&parts.entropy),
+            )
+            .map_err(|e| fail(e.to_string()))?;
+            let binding = VaultBinding::from_config(
+                vault,
+                vc.acl.as_ref(),
+                &vc.conventions,
+                WikiSealer::new(&wiki_key, seals),
+            )
+            .map_err(|e| fail(e.to_string()))?;
+            bindings.push(binding);
+        }
+        let vault_ids = config.vaults.iter().map(|v| v.id.clone()).collect();
+        let registry = Registry::standard().map_err(|e| BuildError::Registry(e.to_string()))?;
+        let cap = usize::try_from(config.governor.max_response_bytes)
+            .map_err(|_| BuildError::Cap(config.governor.max_response_bytes))?;
+        let paging = PagingSetup {
+            codec: CursorCodec::new(parts.secret),
+            limits: PageLimits::new(cap),
+        };
+        let pipeline = Pipeline::new(registry, bindings, gate, Arc::clone(&parts.clock), paging);
+        Ok(ServerCore {
+            pipeline,
+            governor: Governor::new(cap),
+            sealer: RequestStateSealer::new(parts.secret),
+            cursors: CursorCodec::new(parts.secret),
+            metrics: parts.metrics,
+            clock: parts.clock,
+            entropy: parts.entropy,
+            vault_ids,
+            ttl_ms: gate_config.ttl_ms(),
+            legacy_shim: parts.legacy_shim,
+        })
+    }
+
+    pub fn gate(&self) -> &Gate {
+        self.pipeline.gate()
+    }
+
+    pub fn governor(&self) -> &Governor {
+        &self.governor
+    }
+
+    pub fn metrics(&self) -> &Arc<Metrics> {
+        &self.metrics
+    }
+
+    pub fn registry(&self) -> &Registry {
+        self.pipeline.registry()
+    }
+
+    /// Whether `tool` is one this server offers.
+    pub fn knows_tool(&self, tool: &str) -> bool {
+        self.pipeline.registry().get(tool).is_some()
+    }
+
+    // r[impl dispatch.one-pipeline]
+    // r[impl dispatch.unknown-tool]
+    /// Serves one `tools/call`. `Err` only for a call that names no tool of ours (JSON-RPC
+    /// -32602); every other failure is a tool result with `isError: true`.
+    pub async fn call_tool(
+        &self,
+        caller: &Caller,
+        transport: Transport,
+        call: ToolCall<'_>,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let ToolCall {
+            tool,
+            arguments,
+            request_state,
+            input_responses,
+        } = call;
+        if !self.knows_tool(tool) {
+            return Err(ErrorData::invalid_params(
+                format!("unknown tool {tool:?}; tools/list names the tools this server offers"),
+                Some(json!({"tool": tool})),
+            ));
+        }
+        let caller_cx = CallerContext {
+            id: caller.id.clone(),
+            scopes: caller.scopes.clone(),
+            only_vault: caller.vault.clone(),
+        };
+        let era = Era::of(context.protocol_version().as_ref());
+        let form = trips::supports_form(context.client_capabilities().as_ref());
+        let route = Route::choose(era, transport, form, self.legacy_shim);
+        let step = self
+            .gated_call(
+                &caller_cx,
+                tool,
+                arguments,
+                era,
+                route,
+                request_state,
+                input_responses,
+                context,
+            )
+            .await;
+        let response = match step {
+            Step::InputRequired(result) => {
+                self.record_outcome(tool, &caller.id, "input_required");
+                CallToolResponse::InputRequired(result)
+            }
+            Step::Done(key, outcome) => {
+                let result = match outcome.and_then(|output| self.govern(key.as_ref(), output)) {
+                    Ok(result) => {
+                        self.record_outcome(tool, &caller.id, "ok");
+                        result
+                    }
+                    Err(error) => {
+                        self.record_outcome(tool, &caller.id, error.code.as_str());
+                        crate::results::failure(&error)
+                    }
+                };
+                CallToolResponse::Complete(result)
+            }
+        };
+        Ok(response)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn gated_call(
+        &self,
+        caller: &CallerContext,
+        tool: &str,
+        arguments: &Value,
+        era: Era,
+        route: Route,
+        request_state: Option<&str>,
+        input_responses: Option<&InputResponses>,
+        context: &RequestContext<RoleServer>,
+    ) -> Step {
+        // r[impl dispatch.order]
+        let prepared = match self.pipeline.prepare(caller, tool, arguments) {
+            Ok(prepared) => prepared,
+            Err(error) => return Step::Done(None, Err(error)),
+        };
+        let key = CallKey::of(&prepared);
+        let resubmitted = request_state.is_some() || input_responses.is_some();
+        if era == Era::Modern && resubmitted && prepared.elicit_token().is_none() {
+            return self.resubmission(&prepared, key, request_state, input_responses, context);
+        }
+        if !prepared.needs_confirmation() || prepared.elicit_token().is_some() {
+            let outcome = self.execute(&prepared, prepared.token_approval(), context);
+            return Step::Done(Some(key), outcome);
+        }
+        match route {
+            Route::ModernRoundTrip => self.offer_round_trip(&prepared, key),
+            Route::LegacyShim => self.legacy_shim(&prepared, key, context).await,
+            Route::Plain => {
+                let outcome = self.execute(&prepared, Approval::None, context);
+                Step::Done(Some(key), outcome)
+            }
+        }
+    }
+
+    /// The folder ACL and the handler, with a cancellation flag taken from the request.
+    fn execute(
+        &self,
+        prepared: &Prepared,
+        approval: Approval,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<ToolOutput, ToolError> {
+        let cancel = CancellationFlag::new();
+        if context.ct.is_cancelled() {
+            cancel.cancel();
+        }
+        self.pipeline.execute(prepared, approval, &cancel)
+    }
+
+    // r[impl trip.modern.shape]
+    // r[impl state.seal.aad]
+    /// Raises the request and answers `input_required` with the confirmation form and a
+    /// requestState sealed for this exact call and its current state.
+    fn offer_round_trip(&self, prepared: &Prepared, key: CallKey) -> Step {
+        if let Err(error) = self.pipeline.raise(prepared) {
+            return Step::Done(Some(key), Err(error));
+        }
+        let fp = prepared.state_fp().as_str();
+        let binding = StateBinding {
+            caller: &prepared.caller().id,
+            vault: prepared.vault_id(),
+            tool: prepared.tool(),
+            args_hash: prepared.args_hash(),
+            state_fp: fp,
+        };
+        let ttl_ms = u64::try_from(self.ttl_ms).unwrap_or(0);
+        let sealed = self
+            .sealer
+            .seal(&binding, ttl_ms, self.clock.now_ms(), self.entropy.as_ref());
+        let message = prompt_message(
+            prepared.tool(),
+            prepared.vault_id(),
+            prepared.args(),
+            prepared.args_hash(),
+        );
+        let mut requests = InputRequests::new();
+        requests.insert(CONFIRM_KEY.to_owned(), confirm_input_request(message));
+        Step::InputRequired(InputRequiredResult::new(
+            Some(requests),
+            Some(wrap_state(fp, &sealed.token)),
+        ))
+    }
+
+    // r[impl trip.modern.resubmit]
+    // r[impl trip.verified-not-granted]
+    // r[impl state.invalid-fresh]
+    // r[impl trip.never-twice]
+    /// A call resent with `inputResponses` and/or a `requestState`: the state must open for
+    /// this exact call, and then the answer decides. A state that does not open approves
+    /// nothing and a fresh confirmation is offered.
+    fn resubmission(
+        &self,
+        prepared: &Prepared,
+        key: CallKey,
+        request_state: Option<&str>,
+        input_responses: Option<&InputResponses>,
+        context: &RequestContext<RoleServer>,
+    ) -> Step {
+        let opened = request_state.and_then(|state| {
+            let (hint, sealed) = unwrap_state(state);
+            let approved = match hint {
+                Some(hint) => StateFp::parse(hint).ok()?,
+                None => prepared.state_fp().clone(),
+            };
+            let binding = StateBinding {
+                caller: &prepared.caller().id,
+                vault: prepared.vault_id(),
+                tool: prepared.tool(),
+                args_hash: prepared.args_hash(),
+                state_fp: approved.as_str(),
+            };
+            match self.sealer.open(sealed, &binding, self.clock.now_ms()) {
+                Ok(opened) => Some((opened, approved)),
+                Err(error) => {
+                    tracing::info!(
+                        tool = prepared.tool(),
+                        reason = error.reason(),
+                        "requestState refused; offering a fresh confirmation"
+                    );
+                    None
+                }
+            }
+        });
+        let Some((opened, approved)) = opened else {
+            return self.without_approval(prepared, key, context);
+        };
+        let answer = input_responses
+            .and_then(|responses| responses.get(CONFIRM_KEY))
+            .map_or(Answer::NotObtained, judge_answer);
+        match answer {
+            // r[impl trip.decline]
+            // r[impl trip.decline.no-redispatch]
+            Answer::Decline => Step::Done(
+                Some(key),
+                Err(ToolError::approval_declined(prepared.tool())),
+            ),
+            // r[impl trip.cancel]
+            Answer::NotObtained => Step::Done(
+                Some(key),
+                Err(self.pipeline.approval_not_obtained(prepared)),
+            ),
+            Answer::Approve => {
+                if !prepared.needs_confirmation() {
+                    let outcome = self.execute(prepared, Approval::NotNeeded, context);
+                    return Step::Done(Some(key), outcome);
+                }
+                // r[impl state.ext.single-use]
+                match self.gate().admit_request_state(&opened) {
+                    Ok(()) => {}
+                    Err(AdmitError::AlreadyUsed | AdmitError::Expired) => {
+                        return self.offer_round_trip(prepared, key);
+                    }
+                    Err(AdmitError::Store(_)) => {
+                        return Step::Done(
+                            Some(key),
+                            Err(ToolError::internal("admitting the confirmation")),
+                        );
+                    }
+                }
+                let approval = Approval::Verified {
+                    state_fp: approved,
+                    route: NonTokenRoute::RequestState,
+                };
+                Step::Done(Some(key), self.execute(prepared, approval, context))
+            }
+        }
+    }
+
+    /// A gated call that brought nothing that approves it, on the modern route.
+    fn without_approval(
+        &self,
+        prepared: &Prepared,
+        key: CallKey,
+        context: &RequestContext<RoleServer>,
+    ) -> Step {
+        if prepared.needs_confirmation() {
+            self.offer_round_trip(prepared, key)
+        } else {
+            Step::Done(
+                Some(key),
+                self.execute(prepared, Approval::NotNeeded, context),
+            )
+        }
+    }
+
+    // r[impl trip.legacy-shim]
+    // r[impl trip.legacy-shim.no-answer]
+    // r[impl trip.legacy-shim.single-use]
+    /// The legacy stdio shim: raises the request, sends `elicitation/create` from this
+    /// handler's own task, waits for the answer (at most the confirmation TTL), and applies
+    /// it to this same call; the drift check runs after the prompt.
+    async fn legacy_shim(
+        &self,
+        prepared: &Prepared,
+        key: CallKey,
+        context: &RequestContext<RoleServer>,
+    ) -> Step {
+        if let Err(error) = self.pipeline.raise(prepared) {
+            return Step::Done(Some(key), Err(error));
+        }
+        let message = prompt_message(
+            prepared.tool(),
+            prepared.vault_id(),
+            prepared.args(),
+            prepared.args_hash(),
+        );
+        let wait = Duration::from_millis(u64::try_from(self.ttl_ms).unwrap_or(0));
+        let answer = match context
+            .peer
+            .create_elicitation_with_timeout(confirm_params(message), Some(wait))
+            .await
+        {
+            Ok(result) => {
+                serde_json::to_value(&result).map_or(Answer::NotObtained, |v| judge_answer(&v))
+            }
+            Err(error) => {
+                tracing::info!(tool = prepared.tool(), %error, "the shim's prompt got no answer; treated as cancel");
+                Answer::NotObtained
+            }
+        };
+        match answer {
+            Answer::Approve => {
+                let approval = Approval::Verified {
+                    state_fp: prepared.state_fp().clone(),
+                    route: NonTokenRoute::LegacyShim,
+                };
+                Step::Done(Some(key), self.execute(prepared, approval, context))
+            }
+            Answer::Decline => Step::Done(
+                Some(key),
+                Err(ToolError::approval_declined(prepared.tool())),
+            ),
+            Answer::NotObtained => Step::Done(
+                Some(key),
+                Err(self.pipeline.approval_not_obtained(prepared)),
+            ),
+        }
+    }
+
+    /// The vault a call names, or the only one served (spec `dispatch.vault`).
+    pub(crate) fn bind_vault(
+        &self,
+        caller: &CallerContext,
+        named: Option<&str>,
+    ) -> Result<String, ToolError> {
+        let id = match named {
+            Some(id) if self.vault_ids.iter().any(|v| v == id) => id.to_owned(),
+            Some(id) => {
+                return Err(ToolError::validation(
+                    "/vault",
+                    format!("{id:?} is not a configured vault"),
+                ));
+            }
+            None => match self.vault_ids.as_slice() {
+                [only] => only.clone(),
+                _ => {
+                    return Err(ToolError::validation(
+                        "/vault",
+                        "is required when several vaults are served",
+                    ));
+                }
+            },
+        };
+        if caller.only_vault.as_deref().is_some_and(|only| only != id) {
+            return Err(
+                ToolError::new(ErrorCode::AclDenied, "this caller may not use that vault")
+                    .with_details(json!({"vault": id, "reason": "vault_not_granted"})),
+            );
+        }
+        Ok(id)
+    }
+
+    // r[impl governor.cap]
+    // r[impl governor.counted]
+    // r[impl governor.shared]
+    /// The governor stage: the result object serialized once under the cap, or `overflow`.
+    fn govern(
+        &self,
+        key: Option<&CallKey>,
+        output: ToolOutput,
+    ) -> Result<CallToolResult, ToolError> {
+        let admitted = match output {
+            ToolOutput::Value(value) => match self.governor.serialize_bounded(&value) {
+                Ok(bytes) => Ok((value, bytes)),
+                Err(BoundedError::Overflow(overflow)) => Err(overflow),
+                Err(BoundedError::Serialize(_)) => {
+                    return Err(ToolError::internal("serializing the result"));
+                }
+            },
+            // A page was serialized once by its builder, under the cap: admitted by length.
+            ToolOutput::Serialized(text) => match self.governor.admit_serialized(text.into_bytes())
+            {
+                Ok(bytes) => {
+                    let value = serde_json::from_slice(&bytes)
+                        .map_err(|_| ToolError::internal("reading back the page"))?;
+                    Ok((value, bytes))
+                }
+                Err(overflow) => Err(overflow),
+            },
+        };
+        match admitted {
+            Ok((value, bytes)) => Ok(crate::results::success_from_bytes(value, bytes)),
+            Err(overflow) => {
+                if let Some(key) = key
+                    && let Err(error) = self.gate().record_overflow(
+                        &key.binding(),
+                        overflow.result_size_lower_bound as u64,
+                        overflow.limit as u64,
+                    )
+                {
+                    tracing::warn!(%error, "could not record tc.governor.overflow");
+                }
+                Err(ToolError::new(ErrorCode::Overflow, overflow.to_string())
+                    .with_details(overflow.details()))
+            }
+        }
+    }
+
+    // r[impl dispatch.events]
+    /// The events stage: the gate's durable events are already written by the stages that
+    /// caused them; here its counters reach the metrics and the outcome reaches the log.
+    fn record_outcome(&self, tool: &str, caller: &str, outcome: &str) {
+        self.metrics.absorb_gate(&self.gate().counters());
+        tracing::info!(tool, caller = %caller_hash(caller), outcome, "tools/call");
+    }
+}

@@ -1,0 +1,141 @@
+//! The rmcp `ServerHandler` of obsidian-tc: one type for every transport (spec/dispatch.md
+//! `dispatch.one-pipeline`; spec/auth.md `auth.stdio-caller`, `auth.jwt.caller`;
+//! spec/tools.md; spec/trips.md `trip.capabilities-per-request`).
+//!
+//! [`ObsidianTc`] knows which transport it serves and takes the caller from it: over stdio
+//! the one caller `stdio`, over HTTP the [`Caller`] that `http.rs` authenticated and put in
+//! the request's extensions (rmcp hands the request's `http::request::Parts` to the
+//! handler). The client's capabilities and protocol version are read from each request's
+//! context, never from `initialize` alone.
+
+use std::sync::Arc;
+
+use axum::http::request::Parts;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, Implementation, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities,
+    ServerConfig, Tool,
+};
+use rmcp::service::{RequestContext, RoleServer};
+use rmcp::{ErrorData, ServerHandler};
+use serde_json::Value;
+
+use crate::auth::Caller;
+use crate::dispatch::{ServerCore, ToolCall, Transport};
+
+/// What the server tells a client about itself at start.
+const INSTRUCTIONS: &str = "Tools to read and change notes in Obsidian vaults. Calls that \
+    change notes in sensitive ways need a human's explicit confirmation: when a call is \
+    refused with elicit_required, ask the human before doing anything else and never work \
+    around the gate by editing the vault directly. read_notes pages: repeat the same request \
+    with cursor until next_cursor is null.";
+
+/// The MCP server of one transport over the shared [`ServerCore`].
+#[derive(Debug, Clone)]
+pub struct ObsidianTc {
+    core: Arc<ServerCore>,
+    transport: Transport,
+}
+
+impl ObsidianTc {
+    pub fn new(core: Arc<ServerCore>, transport: Transport) -> Self {
+        ObsidianTc { core, transport }
+    }
+
+    pub fn core(&self) -> &Arc<ServerCore> {
+        &self.core
+    }
+
+    // r[impl auth.stdio-caller]
+    /// The caller of this request, from the transport.
+    fn caller(&self, context: &RequestContext<RoleServer>) -> Result<Caller, ErrorData> {
+        match self.transport {
+            Transport::Stdio => Ok(Caller::stdio()),
+            Transport::Http => context
+                .extensions
+                .get::<Parts>()
+                .and_then(|parts| parts.extensions.get::<Caller>())
+                .cloned()
+                .ok_or_else(|| {
+                    ErrorData::internal_error("the request carries no authenticated caller", None)
+                }),
+        }
+    }
+
+    /// The `tools/list` entries, in the registry's order.
+    pub fn tool_entries(&self) -> Vec<Value> {
+        self.core.registry().list()
+    }
+}
+
+impl ServerHandler for ObsidianTc {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_resources()
+                .build(),
+        )
+        .with_server_info(Implementation::new(
+            "obsidian-tc",
+            env!("CARGO_PKG_VERSION"),
+        ))
+        .with_instructions(INSTRUCTIONS)
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let tools = self
+            .tool_entries()
+            .into_iter()
+            .map(serde_json::from_value::<Tool>)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| {
+                ErrorData::internal_error(format!("a tool definition is invalid: {e}"), None)
+            })?;
+        Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    // r[impl trip.capabilities-per-request]
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let caller = self.caller(&context)?;
+        let arguments = Value::Object(request.arguments.clone().unwrap_or_default());
+        let call = ToolCall {
+            tool: &request.name,
+            arguments: &arguments,
+            request_state: request.request_state.as_deref(),
+            input_responses: request.input_responses.as_ref(),
+        };
+        self.core
+            .call_tool(&caller, self.transport, call, &context)
+            .await
+    }
+
+    async fn list_resources(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        let caller = self.caller(&context)?;
+        let cursor = request.and_then(|r| r.cursor);
+        self.core.list_resources(&caller, cursor.as_deref())
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let caller = self.caller(&context)?;
+        self.core
+            .read_resource(&caller, &request.uri)
+            .map(ReadResourceResponse::Complete)
+    }
+}

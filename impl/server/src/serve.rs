@@ -1,0 +1,152 @@
+//! Running the server: assembling [`ServerCore`] from a checked configuration and serving it
+//! over stdio or Streamable HTTP (CONTRACT §1 `serve`; spec/cli.md `cli.serve.transports`,
+//! `cli.serve.stderr`, `cli.serve.lazy`; spec/state.md `state.key.server-secret`,
+//! `state.key.startup-line`; spec/auth.md `auth.none.loopback`).
+//!
+//! Start-up does no vault scan: the secret is loaded (or created), `cache.db` is opened, the
+//! vaults are bound, and the transport starts answering. Logs go to stderr only; stdout
+//! belongs to the stdio transport.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use axum::Router;
+use rmcp::ServiceExt;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use tc_gate::Store;
+use tc_gate::clock::{OsEntropy, SystemClock};
+use tc_gate::keys::{KeySource, ServerSecret};
+
+use crate::auth::{Authenticator, check_bind};
+use crate::config::Config;
+use crate::dispatch::{BuildError, CoreParts, ServerCore, Transport};
+use crate::handler::ObsidianTc;
+use crate::http::{self, HttpState};
+use crate::metrics::Metrics;
+
+/// The gate's database inside the cache directory.
+pub const CACHE_DB: &str = "cache.db";
+
+/// Why the server could not start or stopped with an error; each message says what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error("cannot create the cache directory {}: {source}; check its permissions", path.display())]
+    CacheDir {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Secret(#[from] tc_gate::keys::KeyError),
+    #[error("cannot open {}: {source}; check that the cache directory is writable", path.display())]
+    Store {
+        path: PathBuf,
+        #[source]
+        source: tc_gate::StoreError,
+    },
+    #[error(transparent)]
+    Build(#[from] BuildError),
+    #[error(transparent)]
+    Auth(#[from] crate::auth::AuthSetupError),
+    #[error(transparent)]
+    Bind(#[from] crate::auth::BindRefused),
+    #[error("cannot listen on {addr}: {source}; pick a free address")]
+    Listen {
+        addr: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("the MCP session failed: {0}")]
+    Session(String),
+}
+
+/// A server ready to serve, and where its requestState key came from.
+#[derive(Debug)]
+pub struct Assembled {
+    pub core: Arc<ServerCore>,
+    pub key_source: KeySource,
+}
+
+// r[impl state.key.server-secret]
+// r[impl cli.serve.lazy]
+/// Loads (or creates) `<cache_dir>/server-secrets/wiki-generated.key`, opens
+/// `<cache_dir>/cache.db`, and binds the configured vaults. Prints nothing.
+pub fn assemble(
+    config: &Config,
+    cache_dir: &Path,
+    legacy_shim: bool,
+    metrics: Arc<Metrics>,
+) -> Result<Assembled, ServeError> {
+    std::fs::create_dir_all(cache_dir).map_err(|source| ServeError::CacheDir {
+        path: cache_dir.to_path_buf(),
+        source,
+    })?;
+    let secret = ServerSecret::load_or_create(cache_dir, &OsEntropy)?;
+    let db = cache_dir.join(CACHE_DB);
+    let store = Store::open(&db).map_err(|source| ServeError::Store { path: db, source })?;
+    let core = ServerCore::build(
+        config,
+        CoreParts {
+            cache_dir,
+            secret: &secret,
+            store,
+            clock: Arc::new(SystemClock),
+            entropy: Arc::new(OsEntropy),
+            metrics,
+            legacy_shim,
+        },
+    )?;
+    Ok(Assembled {
+        core: Arc::new(core),
+        key_source: secret.source().clone(),
+    })
+}
+
+/// Serves MCP over this process's stdin and stdout until the client goes away.
+pub async fn serve_stdio(core: Arc<ServerCore>) -> Result<(), ServeError> {
+    let running = ObsidianTc::new(core, Transport::Stdio)
+        .serve(rmcp::transport::stdio())
+        .await
+        .map_err(|e| ServeError::Session(e.to_string()))?;
+    running
+        .waiting()
+        .await
+        .map_err(|e| ServeError::Session(e.to_string()))?;
+    Ok(())
+}
+
+/// The HTTP application: `/healthz`, `/metrics` and the Streamable HTTP service at `/mcp`,
+/// behind http.rs's Host/Origin checks and bearer authentication. rmcp's own Host check is
+/// off because http.rs applies the bind-aware one.
+pub fn http_app(core: Arc<ServerCore>, auth: Arc<Authenticator>, bound: SocketAddr) -> Router {
+    let metrics = Arc::clone(core.metrics());
+    let service = StreamableHttpService::new(
+        move || Ok(ObsidianTc::new(Arc::clone(&core), Transport::Http)),
+        Arc::new(LocalSessionManager::default()),
+        StreamableHttpServerConfig::default().disable_allowed_hosts(),
+    );
+    let state = HttpState::new(auth, metrics, bound);
+    http::router(state, Router::new().route_service("/", service))
+}
+
+/// Serves Streamable HTTP at `http://ADDR/mcp` until the process is stopped.
+pub async fn serve_http(
+    core: Arc<ServerCore>,
+    config: &Config,
+    addr: SocketAddr,
+) -> Result<(), ServeError> {
+    check_bind(config.auth.mode, addr)?;
+    let auth = Arc::new(Authenticator::from_config(&config.auth)?);
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|source| ServeError::Listen { addr, source })?;
+    let bound = listener
+        .local_addr()
+        .map_err(|source| ServeError::Listen { addr, source })?;
+    tracing::info!(%bound, "serving Streamable HTTP at http://{bound}/mcp");
+    axum::serve(listener, http_app(core, auth, bound))
+        .await
+        .map_err(|e| ServeError::Session(e.to_string()))
+}

@@ -1,0 +1,199 @@
+//! The MCP server over Streamable HTTP through axum on 127.0.0.1:0, driven by rmcp's
+//! streamable HTTP client, in jwt mode with two callers: approvals never cross callers, the
+//! modern round trip works over HTTP, and a legacy-era HTTP session gets the plain
+//! `elicit_required` even with the shim enabled.
+
+mod mcp_support;
+
+use std::sync::Arc;
+
+use jsonwebtoken::{Algorithm, EncodingKey, Header};
+use mcp_support::*;
+use rmcp::ServiceExt;
+use rmcp::model::{CallToolRequestParams, CallToolResponse, InputResponses, ProtocolVersion};
+use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use serde_json::{Value, json};
+use tc_gate::EventName;
+use tc_server::auth::Authenticator;
+use tc_server::config::{AuthMode, Config};
+
+const SECRET: &str = "an-hs256-secret-of-at-least-32-bytes!!";
+const NOTE: &str = "shared.md";
+
+fn configure(config: &mut Config) {
+    config.auth.mode = AuthMode::Jwt;
+    config.auth.jwt_secret = Some(SECRET.to_owned());
+}
+
+fn token(sub: &str) -> String {
+    let now = jsonwebtoken::get_current_timestamp() as i64;
+    jsonwebtoken::encode(
+        &Header::new(Algorithm::HS256),
+        &json!({"sub": sub, "scope": "*", "iat": now, "exp": now + 600}),
+        &EncodingKey::from_secret(SECRET.as_bytes()).unwrap(),
+    )
+    .unwrap()
+}
+
+/// Serves `core` on 127.0.0.1:0 and returns the /mcp URL.
+async fn serve(core: Arc<tc_server::dispatch::ServerCore>) -> String {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let mut config = Config::default();
+    configure(&mut config);
+    let auth = Arc::new(Authenticator::from_config(&config.auth).unwrap());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let bound = listener.local_addr().unwrap();
+    let app = tc_server::serve::http_app(core, auth, bound);
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    format!("http://{bound}/mcp")
+}
+
+async fn http_client(url: &str, sub: &str, client: TestClient) -> Client {
+    let transport = StreamableHttpClientTransport::from_config(
+        StreamableHttpClientTransportConfig::with_uri(url.to_owned()).auth_header(token(sub)),
+    );
+    if client.version.as_str() >= ProtocolVersion::V_2026_07_28.as_str() {
+        client
+            .serve_with_lifecycle(
+                transport,
+                ClientLifecycleMode::Discover {
+                    preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+                },
+            )
+            .await
+            .unwrap()
+    } else {
+        client.serve(transport).await.unwrap()
+    }
+}
+
+fn confirm(reply: Reply) -> InputResponses {
+    let mut responses = InputResponses::new();
+    responses.insert("confirm".to_owned(), reply.json());
+    responses
+}
+
+fn delete(state: Option<String>, reply: Option<Reply>) -> CallToolRequestParams {
+    let mut params =
+        CallToolRequestParams::new("delete_note").with_arguments(args(json!({"path": NOTE})));
+    if let Some(state) = state {
+        params = params.with_request_state(state);
+    }
+    if let Some(reply) = reply {
+        params = params.with_input_responses(confirm(reply));
+    }
+    params
+}
+
+fn structured(response: CallToolResponse) -> Value {
+    match response {
+        CallToolResponse::Complete(result) => result.structured_content.unwrap_or(Value::Null),
+        other => panic!("expected a complete result, got {other:?}"),
+    }
+}
+
+// r[verify auth.isolation]
+// r[verify approval.bound]
+// r[verify state.every-auth-mode]
+// r[verify trip.modern.transports]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_jwt_callers_never_redeem_each_others_approvals() {
+    let h = Harness::with(configure);
+    h.write(NOTE, "shared\n");
+    let url = serve(h.core.clone()).await;
+    let alice = http_client(&url, "alice", modern(Reply::Approve)).await;
+    let bob = http_client(&url, "bob", modern(Reply::Approve)).await;
+
+    // Alice is offered the round trip; Bob echoing her state with an approval gets only a
+    // fresh confirmation of his own.
+    let asked = match alice.call_tool_once(delete(None, None)).await.unwrap() {
+        CallToolResponse::InputRequired(result) => result,
+        other => panic!("expected input_required, got {other:?}"),
+    };
+    let bob_try = bob
+        .call_tool_once(delete(asked.request_state.clone(), Some(Reply::Approve)))
+        .await
+        .unwrap();
+    assert!(
+        matches!(bob_try, CallToolResponse::InputRequired(_)),
+        "{bob_try:?}"
+    );
+    assert!(h.read(NOTE).is_some());
+
+    // A CLI token minted for Alice is refused for Bob and works for Alice.
+    let legacy_alice = http_client(
+        &url,
+        "alice",
+        TestClient::new(ProtocolVersion::V_2025_11_25, None, Reply::Approve),
+    )
+    .await;
+    let legacy_bob = http_client(
+        &url,
+        "bob",
+        TestClient::new(ProtocolVersion::V_2025_11_25, None, Reply::Approve),
+    )
+    .await;
+    let refusal = structured(
+        legacy_alice
+            .call_tool_once(delete(None, None))
+            .await
+            .unwrap(),
+    );
+    assert_eq!(refusal["code"], "elicit_required");
+    assert!(
+        refusal["recovery"]["command"]
+            .as_str()
+            .unwrap()
+            .contains("--caller alice")
+    );
+    let minted = h.mint(&refusal, "alice");
+    let with_token = |t: &str| {
+        CallToolRequestParams::new("delete_note")
+            .with_arguments(args(json!({"path": NOTE, "elicit_token": t})))
+    };
+    let stolen = structured(
+        legacy_bob
+            .call_tool_once(with_token(&minted))
+            .await
+            .unwrap(),
+    );
+    assert_eq!(stolen["code"], "elicit_required");
+    assert_eq!(stolen["details"]["token_rejected"], "invalid");
+    assert!(
+        !stolen["recovery"]["command"]
+            .as_str()
+            .unwrap()
+            .contains("alice")
+    );
+    assert!(h.read(NOTE).is_some());
+
+    // Alice's own modern approval applies.
+    let done = structured(
+        alice
+            .call_tool_once(delete(asked.request_state, Some(Reply::Approve)))
+            .await
+            .unwrap(),
+    );
+    assert!(done.get("code").is_none(), "{done}");
+    assert!(h.read(NOTE).is_none());
+    assert_eq!(h.events(EventName::Consumed), 1);
+}
+
+// r[verify trip.legacy-shim.stdio-only]
+// r[verify trip.legacy-plain]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn legacy_http_gets_elicit_required_even_with_the_shim_on() {
+    let h = Harness::with(configure);
+    h.write(NOTE, "shared\n");
+    let shim_core = h.sibling(configure, true);
+    let url = serve(shim_core).await;
+    let client = http_client(&url, "carol", legacy(Reply::Approve)).await;
+    let result = client.call_tool(delete(None, None)).await.unwrap();
+    assert_eq!(failure(&result)["code"], "elicit_required");
+    assert_eq!(client.service().prompts(), 0);
+    assert!(h.read(NOTE).is_some());
+}
