@@ -162,14 +162,14 @@ async def connect(
     *,
     http: HttpServer | None = None,
     era: str = "legacy",
-    answer: types.ElicitResult | None = None,
+    answer: types.ElicitResult | types.ErrorData | None = None,
     bearer: str | None = None,
     shim: bool = False,
 ) -> AsyncIterator[Connected]:
     """The official client connected to the server; `answer=None` means no elicitation capability."""
     prompts: list[types.ElicitRequestParams] = []
 
-    async def on_elicit(_ctx: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+    async def on_elicit(_ctx: Any, params: types.ElicitRequestParams) -> types.ElicitResult | types.ErrorData:
         prompts.append(params)
         assert answer is not None
         return answer

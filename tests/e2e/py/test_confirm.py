@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
+import mcp_types as types
 import pytest
 
 from harness import (
@@ -210,5 +211,18 @@ def test_cli_token_route_is_single_use(transport: str, era: str) -> None:
             assert again["code"] == "elicit_required", f"{where} replay: {again}"
             assert again["details"].get("token_rejected") == "spent", f"{where} replay: {again}"
             assert v.target.exists(), f"{where}: a spent token deleted the note again"
+
+    run(body)
+
+
+def test_legacy_shim_prompt_answered_with_an_error_is_cancel() -> None:
+    # r[verify trip.legacy-shim.no-answer]
+    async def body() -> None:
+        refusal = types.ErrorData(code=types.INVALID_REQUEST, message="this client cannot show the form")
+        async with opened("stdio", "legacy", True, refusal) as (v, c):
+            err = failure(await call(c, "delete_note", DELETE), "shim prompt answered with an error")
+            assert err["code"] == "approval_not_obtained", err
+            assert len(c.prompts) == 1, f"prompted {len(c.prompts)} times"
+            assert v.target.exists(), "the note was deleted"
 
     run(body)

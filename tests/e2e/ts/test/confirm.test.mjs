@@ -214,3 +214,17 @@ describe('declared capability shapes (TS)', () => {
         });
     }
 });
+
+describe('legacy shim prompt answered with an error (TS)', () => {
+    it('is treated as cancel: approval_not_obtained, note kept', { timeout: TEST_TIMEOUT }, async () => {
+        // r[verify trip.legacy-shim.no-answer]
+        const route = ROUND_TRIPS.find((r) => r.shim);
+        const { v, c } = await open(route, () => {
+            throw new Error('this client cannot show the form');
+        });
+        const err = failure(await call(c, 'delete_note', DELETE), 'shim prompt answered with an error');
+        assert.equal(err.code, 'approval_not_obtained', JSON.stringify(err));
+        assert.equal(c.prompts.length, 1, `prompted ${c.prompts.length} times`);
+        assert.equal(existsSync(v.target), true, 'the note was deleted');
+    });
+});

@@ -160,7 +160,7 @@ export async function startHttp(v, { extraArgs = [] } = {}) {
  * An official client connected to the server.
  * - `transport`: 'stdio' (spawns `serve`) or an `{url}` from startHttp.
  * - `era`: 'legacy' or MODERN.
- * - `answer`: an elicitation answer (object) to give every prompt, or null for a client
+ * - `answer`: an elicitation answer (object, or a function returning one) for every prompt, or null for a client
  *   WITHOUT the elicitation capability. Prompts are recorded in the returned `prompts`.
  * - `bearer`: a JWT for the HTTP Authorization header.
  * - `shim`: pass --legacy-elicitation-shim to a stdio server.
@@ -177,7 +177,7 @@ export async function connect(v, { transport = 'stdio', era = 'legacy', answer =
     if (answer) {
         client.setRequestHandler('elicitation/create', async (request) => {
             prompts.push(request.params);
-            return answer;
+            return typeof answer === 'function' ? answer(request) : answer;
         });
     }
     let stderr = () => '';
