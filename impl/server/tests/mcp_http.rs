@@ -28,10 +28,14 @@ fn configure(config: &mut Config) {
 }
 
 fn token(sub: &str) -> String {
+    scoped_token(sub, "*")
+}
+
+fn scoped_token(sub: &str, scope: &str) -> String {
     let now = jsonwebtoken::get_current_timestamp() as i64;
     jsonwebtoken::encode(
         &Header::new(Algorithm::HS256),
-        &json!({"sub": sub, "scope": "*", "iat": now, "exp": now + 600}),
+        &json!({"sub": sub, "scope": scope, "iat": now, "exp": now + 600}),
         &EncodingKey::from_secret(SECRET.as_bytes()).unwrap(),
     )
     .unwrap()
@@ -53,8 +57,12 @@ async fn serve(core: Arc<tc_server::dispatch::ServerCore>) -> String {
 }
 
 async fn http_client(url: &str, sub: &str, client: TestClient) -> Client {
+    http_client_with(url, token(sub), client).await
+}
+
+async fn http_client_with(url: &str, bearer: String, client: TestClient) -> Client {
     let transport = StreamableHttpClientTransport::from_config(
-        StreamableHttpClientTransportConfig::with_uri(url.to_owned()).auth_header(token(sub)),
+        StreamableHttpClientTransportConfig::with_uri(url.to_owned()).auth_header(bearer),
     );
     if client.version.as_str() >= ProtocolVersion::V_2026_07_28.as_str() {
         client
@@ -195,5 +203,48 @@ async fn legacy_http_gets_elicit_required_even_with_the_shim_on() {
     let result = client.call_tool(delete(None, None)).await.unwrap();
     assert_eq!(failure(&result)["code"], "elicit_required");
     assert_eq!(client.service().prompts(), 0);
+    assert!(h.read(NOTE).is_some());
+}
+
+// r[verify dispatch.order]
+// r[verify dispatch.scopes]
+// r[verify dispatch.schema]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn schema_then_scopes_then_the_gate() {
+    let h = Harness::with(configure);
+    h.write(NOTE, "shared\n");
+    let url = serve(h.core.clone()).await;
+    let reader = http_client_with(
+        &url,
+        scoped_token("dave", "read:notes"),
+        modern(Reply::Approve),
+    )
+    .await;
+    // A malformed call fails the schema before the missing scope is even looked at.
+    let malformed = structured(
+        reader
+            .call_tool_once(
+                CallToolRequestParams::new("delete_note").with_arguments(args(json!({"path": 1}))),
+            )
+            .await
+            .unwrap(),
+    );
+    assert_eq!(malformed["code"], "validation_error");
+    // A well-formed call without write:notes is refused before the gate: no prompt, no raise.
+    let denied = structured(reader.call_tool_once(delete(None, None)).await.unwrap());
+    assert_eq!(denied["code"], "acl_denied");
+    assert_eq!(denied["details"]["scope"], "write:notes");
+    assert_eq!(h.events(EventName::Requested), 0);
+    // Reading is within its scope.
+    let read = structured(
+        reader
+            .call_tool_once(
+                CallToolRequestParams::new("read_notes")
+                    .with_arguments(args(json!({"paths": [NOTE]}))),
+            )
+            .await
+            .unwrap(),
+    );
+    assert_eq!(read["notes"][0]["content"], "shared\n");
     assert!(h.read(NOTE).is_some());
 }

@@ -628,3 +628,27 @@ async fn resources_are_listed_and_read_under_the_ceiling() {
     assert_eq!(h.core.gate().counters().overflows, 0);
     assert_eq!(h.events(EventName::Overflow), 0);
 }
+
+// r[verify dispatch.read-only]
+// r[verify dispatch.precheck]
+#[tokio::test]
+async fn read_only_and_precheck_refuse_before_any_confirmation() {
+    let h = Harness::with(|c: &mut Config| {
+        let acl: tc_vault::acl::AclConfig =
+            toml::from_str("readOnly = true").expect("an ACL with readOnly");
+        c.vaults[0].acl = Some(acl);
+    });
+    h.write(NOTE, "x\n");
+    let client = connect(h.core.clone(), modern(Reply::Approve)).await;
+    let refused = call(&client, "delete_note", delete_args()).await;
+    assert_eq!(failure(&refused)["code"], "acl_denied");
+    let open = Harness::new();
+    let client = connect(open.core.clone(), modern(Reply::Approve)).await;
+    let missing = call(&client, "delete_note", json!({"path": "absent.md"})).await;
+    assert_eq!(failure(&missing)["code"], "note_not_found");
+    assert_eq!(
+        h.events(EventName::Requested) + open.events(EventName::Requested),
+        0
+    );
+    assert_eq!(client.service().prompts(), 0);
+}
