@@ -514,6 +514,7 @@ async fn with_the_extension_a_state_applies_once() {
 }
 
 // r[verify trip.legacy-shim]
+// r[verify trip.legacy-shim.no-answer]
 // r[verify trip.legacy-shim.opt-in]
 // r[verify trip.legacy-shim.single-use]
 // r[verify trip.never-twice]
@@ -524,6 +525,8 @@ async fn legacy_shim_accept_decline_cancel() {
         (Reply::Decline, Some("approval_declined")),
         (Reply::ApproveFalse, Some("approval_declined")),
         (Reply::Cancel, Some("approval_not_obtained")),
+        (Reply::Fail, Some("approval_not_obtained")),
+        (Reply::Malformed, Some("approval_not_obtained")),
     ] {
         let h = harness_with_note();
         let shim = h.sibling(|_| {}, true);
@@ -651,4 +654,24 @@ async fn read_only_and_precheck_refuse_before_any_confirmation() {
         0
     );
     assert_eq!(client.service().prompts(), 0);
+}
+
+// r[verify drift.every-route]
+#[tokio::test]
+async fn legacy_shim_rechecks_drift_after_the_prompt() {
+    let h = harness_with_note();
+    let shim = h.sibling(|_| {}, true);
+    let mut client = legacy(Reply::Approve);
+    let note = h.vault.join(NOTE);
+    client.during_prompt = Some(std::sync::Arc::new(move || {
+        std::fs::write(&note, "changed while the prompt was open\n").unwrap();
+    }));
+    let client = connect(shim.clone(), client).await;
+    let result = call(&client, "delete_note", delete_args()).await;
+    assert_eq!(failure(&result)["code"], "replay_drift");
+    assert_eq!(
+        h.read(NOTE).as_deref(),
+        Some("changed while the prompt was open\n")
+    );
+    assert_eq!(client.service().prompts(), 1);
 }

@@ -155,6 +155,8 @@ pub enum Reply {
     Cancel,
     /// accept with no `approve` field
     Malformed,
+    /// the client answers the prompt with a JSON-RPC error
+    Fail,
 }
 
 impl Reply {
@@ -168,7 +170,7 @@ impl Reply {
             }
             Reply::Decline => ElicitResult::new(ElicitationAction::Decline),
             Reply::Cancel => ElicitResult::new(ElicitationAction::Cancel),
-            Reply::Malformed => {
+            Reply::Malformed | Reply::Fail => {
                 ElicitResult::new(ElicitationAction::Accept).with_content(json!({}))
             }
         }
@@ -182,13 +184,24 @@ impl Reply {
 
 /// A client with chosen capabilities and protocol version that answers prompts with a
 /// fixed reply and counts them.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct TestClient {
     pub capabilities: ClientCapabilities,
     pub version: ProtocolVersion,
     pub reply: Reply,
     pub prompts: Arc<AtomicUsize>,
     pub messages: Arc<Mutex<Vec<Value>>>,
+    /// Runs while the prompt is open (e.g. to change the target meanwhile).
+    pub during_prompt: Option<Arc<dyn Fn() + Send + Sync>>,
+}
+
+impl std::fmt::Debug for TestClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TestClient")
+            .field("version", &self.version)
+            .field("reply", &self.reply)
+            .finish_non_exhaustive()
+    }
 }
 
 impl TestClient {
@@ -205,6 +218,7 @@ impl TestClient {
             reply,
             prompts: Arc::new(AtomicUsize::new(0)),
             messages: Arc::new(Mutex::new(Vec::new())),
+            during_prompt: None,
         }
     }
 
@@ -232,6 +246,15 @@ impl ClientHandler for TestClient {
             .lock()
             .unwrap()
             .push(serde_json::to_value(&request).unwrap_or(Value::Null));
+        if let Some(during) = &self.during_prompt {
+            during();
+        }
+        if self.reply == Reply::Fail {
+            return Err(ErrorData::internal_error(
+                "the client could not show the prompt",
+                None,
+            ));
+        }
         Ok(self.reply.result())
     }
 }
