@@ -248,3 +248,48 @@ async fn schema_then_scopes_then_the_gate() {
     assert_eq!(read["notes"][0]["content"], "shared\n");
     assert!(h.read(NOTE).is_some());
 }
+
+// r[verify state.every-auth-mode]
+// r[verify auth.none.caller]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_round_trip_works_under_auth_none_as_http_local() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let h = Harness::new();
+    h.write(NOTE, "shared\n");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let bound = listener.local_addr().unwrap();
+    let app = tc_server::serve::http_app(h.core.clone(), Arc::new(Authenticator::none()), bound);
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    let transport = StreamableHttpClientTransport::from_config(
+        StreamableHttpClientTransportConfig::with_uri(format!("http://{bound}/mcp")),
+    );
+    let client = modern(Reply::Approve)
+        .serve_with_lifecycle(
+            transport,
+            ClientLifecycleMode::Discover {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            },
+        )
+        .await
+        .unwrap();
+    let asked = match client.call_tool_once(delete(None, None)).await.unwrap() {
+        CallToolResponse::InputRequired(result) => result,
+        other => panic!("expected input_required, got {other:?}"),
+    };
+    let done = structured(
+        client
+            .call_tool_once(delete(asked.request_state, Some(Reply::Approve)))
+            .await
+            .unwrap(),
+    );
+    assert!(done.get("code").is_none(), "{done}");
+    assert!(h.read(NOTE).is_none());
+    let raised = h.core.gate().events(0, 100).unwrap();
+    assert!(
+        raised
+            .iter()
+            .any(|e| e.caller_hash.as_deref() == Some(tc_gate::caller_hash("http-local").as_str()))
+    );
+}
