@@ -90,6 +90,7 @@ async fn tools_list_snapshot_in_both_eras() {
     }
 }
 
+// r[verify results.success]
 #[tokio::test]
 async fn a_free_call_succeeds_with_structured_content_and_the_same_text() {
     let h = harness_with_note();
@@ -139,6 +140,7 @@ async fn a_malformed_call_is_a_validation_error_and_raises_nothing() {
 // r[verify gate.token.single-use]
 // r[verify events.requested]
 // r[verify trip.consumed-event-per-run]
+// r[verify results.recovery]
 #[tokio::test]
 async fn cli_token_route_in_both_eras() {
     for version in [
@@ -163,6 +165,7 @@ async fn cli_token_route_in_both_eras() {
                 .unwrap()
                 .starts_with("STOP and ask the human")
         );
+        assert!(refusal["recovery"]["instruction"].is_string());
         let command = refusal["recovery"]["command"].as_str().unwrap();
         assert!(
             command.contains("--caller stdio") && command.contains("--state-fp"),
@@ -564,6 +567,9 @@ async fn legacy_without_the_shim_gets_elicit_required() {
 // r[verify governor.counted]
 // r[verify events.overflow]
 // r[verify metrics.truncations]
+// r[verify results.failure]
+// r[verify results.overflow]
+// r[verify governor.measure]
 #[tokio::test]
 async fn a_result_over_the_cap_is_refused_with_overflow() {
     let h = Harness::with(|c: &mut Config| c.governor.max_response_bytes = 64);
@@ -579,6 +585,7 @@ async fn a_result_over_the_cap_is_refused_with_overflow() {
     assert_eq!(refusal["code"], "overflow");
     assert_eq!(refusal["details"]["limit"], 64);
     assert!(refusal["details"]["result_size"].as_u64().unwrap() > 64);
+    assert!(refusal["details"]["result_size_is_lower_bound"].is_boolean());
     assert_eq!(h.events(EventName::Overflow), 1);
     assert_eq!(h.core.gate().counters().overflows, 1);
     assert!(

@@ -88,6 +88,11 @@ def assert_elicit_required(err: dict[str, Any], caller: str, where: str) -> None
 
 @pytest.mark.parametrize("transport,era,shim", ROUND_TRIPS)
 def test_accept_deletes_after_one_prompt(transport: str, era: str, shim: bool) -> None:
+    # The built binary is served over stdio and over --http ADDR; over stdio any byte of log on
+    # stdout would corrupt the JSON-RPC stream the official client reads, so this also checks
+    # that logs go to stderr only.
+    # r[verify cli.serve.transports]
+    # r[verify cli.serve.stderr]
     # r[verify trip.capability]
     # r[verify trip.accept-only]
     # r[verify trip.never-twice]
