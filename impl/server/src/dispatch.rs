@@ -669,6 +669,7 @@ impl ServerCore {
     /// caused them; here its counters reach the metrics and the outcome reaches the log.
     fn record_outcome(&self, tool: &str, caller: &str, outcome: &str) {
         self.metrics.absorb_gate(&self.gate().counters());
+        self.metrics.confirmation_answer_refused(outcome);
         tracing::info!(tool, caller = %caller_hash(caller), outcome, "tools/call");
     }
 }

@@ -28,6 +28,9 @@ struct RefusedLabels {
     reason: String,
 }
 
+/// The refusal reasons decided by the client's answer rather than by the gate.
+const ANSWER_REFUSALS: [&str; 2] = ["approval_declined", "approval_not_obtained"];
+
 /// The server's metrics registry.
 #[derive(Debug)]
 pub struct Metrics {
@@ -81,9 +84,10 @@ impl Metrics {
         );
         // Every known reason is present from the start, so a dashboard sees a zero rather
         // than a missing series.
-        for reason in RefusalReason::ALL {
+        let reasons = RefusalReason::ALL.map(RefusalReason::as_str);
+        for reason in reasons.iter().chain(ANSWER_REFUSALS.iter()) {
             let _ = refused.get_or_create(&RefusedLabels {
-                reason: reason.as_str().to_owned(),
+                reason: (*reason).to_owned(),
             });
         }
         Metrics {
@@ -124,6 +128,19 @@ impl Metrics {
                 reason: reason.as_str().to_owned(),
             })
             .inc();
+    }
+
+    /// A confirmation the human (or the client for them) did not give: `approval_declined`
+    /// or `approval_not_obtained`. These never reach the gate, so the gate's counters cannot
+    /// carry them; any other code is not an answer refusal and is ignored.
+    pub fn confirmation_answer_refused(&self, code: &str) {
+        if let Some(reason) = ANSWER_REFUSALS.iter().find(|reason| **reason == code) {
+            self.refused
+                .get_or_create(&RefusedLabels {
+                    reason: (*reason).to_owned(),
+                })
+                .inc();
+        }
     }
 
     /// Adds what the gate's counters gained since the previous call. A counter that went

@@ -285,6 +285,13 @@ async fn modern_decline_and_approve_false_are_hard_stops() {
             0,
             "no dispatch after a decline"
         );
+        assert!(
+            h.core
+                .metrics()
+                .encode()
+                .contains(r#"obsidian_tc_elicit_refused_total{reason="approval_declined"} 1"#),
+            "a decline is counted as a refused approval"
+        );
 
         // Through rmcp's automatic loop too: one prompt, then the hard stop.
         let auto = client
@@ -302,6 +309,7 @@ async fn modern_decline_and_approve_false_are_hard_stops() {
 // r[verify trip.cancel]
 // r[verify trip.cancel.text]
 // r[verify results.approval-not-obtained]
+// r[verify metrics.confirmations]
 // r[verify trip.malformed-answer]
 #[tokio::test]
 async fn modern_cancel_points_at_the_cli_route() {
@@ -322,6 +330,13 @@ async fn modern_cancel_points_at_the_cli_route() {
         let refusal = failure(&result);
         assert_eq!(refusal["code"], "approval_not_obtained");
         assert_eq!(refusal["details"]["reason"], "approval_not_obtained");
+        assert!(
+            h.core
+                .metrics()
+                .encode()
+                .contains(r#"obsidian_tc_elicit_refused_total{reason="approval_not_obtained"} 1"#),
+            "a cancel is counted as a refused approval"
+        );
         let command = refusal["recovery"]["command"].as_str().unwrap();
         assert!(
             command.starts_with("obsidian-tc elicit --hash"),
