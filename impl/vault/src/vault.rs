@@ -409,18 +409,25 @@ impl Vault {
     /// note's snapshot, or a malformed id, included). The snapshot is kept.
     pub fn restore(&self, path: &VaultPath, id: Option<&str>) -> VaultResult<SnapshotInfo> {
         let info = self.find_snapshot(path, id)?;
+        let bytes = self.read_snapshot(&info)?;
+        self.write(path, &bytes, &Precondition::MustNotExist)?;
+        Ok(info)
+    }
+
+    /// The content a snapshot holds, checked against the hash recorded when it was taken
+    /// (so the write gate can judge a restore before anything is written).
+    pub fn read_snapshot(&self, info: &SnapshotInfo) -> VaultResult<Vec<u8>> {
         let dir = self.snapshot_dir.join(info.id.as_str());
         let bytes = fs::read(dir.join(SNAPSHOT_CONTENT))
-            .map_err(|e| VaultError::io(path.as_str(), "read snapshot", e))?;
+            .map_err(|e| VaultError::io(info.path.as_str(), "read snapshot", e))?;
         if content_hash(&bytes) != info.content_hash {
             return Err(VaultError::io(
-                path.as_str(),
+                info.path.as_str(),
                 "read snapshot",
                 io::Error::new(io::ErrorKind::InvalidData, "the snapshot is damaged"),
             ));
         }
-        self.write(path, &bytes, &Precondition::MustNotExist)?;
-        Ok(info)
+        Ok(bytes)
     }
 
     /// The snapshot `restore` would use, without restoring it (for the confirmation

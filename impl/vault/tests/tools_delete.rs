@@ -5,7 +5,7 @@ mod tools_support;
 use serde_json::json;
 use tc_vault::acl::AclConfig;
 use tc_vault::tools::ErrorCode;
-use tools_support::{Fx, Scenario, code, deny_write_all, with_token};
+use tools_support::{Fx, Scenario, code, deny_write_all, forbid_all, with_token};
 
 fn delete_scenario() -> Scenario<'static> {
     Scenario {
@@ -153,6 +153,12 @@ fn restore_note_drift_when_the_path_is_taken_then_freed() {
     fx.remove("a.md");
     fx.call("restore_note", with_token(&args, &token)).unwrap();
     assert_eq!(fx.get("a.md").unwrap(), "v1");
+}
+
+// r[verify tools.restore-note.preflight]
+#[test]
+fn restore_note_preflight_never_spends_the_token() {
+    restore_scenario().preflight_keeps_token(forbid_all());
 }
 
 #[test]

@@ -517,7 +517,15 @@ impl ToolHandler for RestoreNote {
         if cx.vault().exists(&path)? {
             return Err(exists_error(&path));
         }
-        cx.vault().find_snapshot(&path, a.opt_str("snapshot_id")?)?;
+        let snapshot = cx.vault().find_snapshot(&path, a.opt_str("snapshot_id")?)?;
+        // r[impl tools.restore-note.preflight]
+        // A restore writes a new note: the write gate judges the snapshot's content now, so a
+        // restore it would refuse never asks for (or spends) a confirmation.
+        let content = cx.vault().read_snapshot(&snapshot)?;
+        preflight(
+            cx,
+            &WriteIntent::new(path.clone(), WriteKind::Create, &content, Prior::Absent),
+        )?;
         Ok(Precheck {
             needs_confirmation: true,
             acl: vec![(AclOp::Write, path)],
