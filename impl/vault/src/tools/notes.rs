@@ -114,6 +114,44 @@ fn preflight(cx: &ToolCx<'_>, intent: &WriteIntent) -> Result<(), ToolError> {
         .map_err(|blocked| ToolError::convention(&blocked))
 }
 
+/// The source and target of a `move_note` or `copy_note`, after the checks both share.
+struct Transfer {
+    from: VaultPath,
+    to: VaultPath,
+    target_exists: bool,
+}
+
+/// The precheck `move_note` and `copy_note` share: distinct notes, an existing source, no
+/// overwrite unless asked, and the write gate judging the source's content as new at `to`.
+fn transfer_precheck(
+    cx: &ToolCx<'_>,
+    a: &Args<'_>,
+    kind: impl FnOnce(VaultPath) -> WriteKind,
+) -> Result<Transfer, ToolError> {
+    let from = a.note("from")?;
+    let to = a.note("to")?;
+    if from == to {
+        return Err(ToolError::validation("/to", "is the same note as from"));
+    }
+    let source = cx
+        .vault()
+        .read_if_exists(&from)?
+        .ok_or_else(|| not_found(&from))?;
+    let target_exists = cx.vault().exists(&to)?;
+    if target_exists && !a.bool("overwrite")? {
+        return Err(exists_error(&to));
+    }
+    preflight(
+        cx,
+        &WriteIntent::new(to.clone(), kind(from.clone()), &source.bytes, Prior::Absent),
+    )?;
+    Ok(Transfer {
+        from,
+        to,
+        target_exists,
+    })
+}
+
 /// Reads `path` in the handler and checks it is still in the state the approval covers.
 fn read_as_observed(
     cx: &ToolCx<'_>,
@@ -301,28 +339,11 @@ fn judge_backlinks(
 impl ToolHandler for MoveNote {
     fn precheck(&self, cx: &ToolCx<'_>, args: &Value) -> Result<Precheck, ToolError> {
         let a = Args(args);
-        let from = a.note("from")?;
-        let to = a.note("to")?;
-        if from == to {
-            return Err(ToolError::validation("/to", "is the same note as from"));
-        }
-        let source = cx
-            .vault()
-            .read_if_exists(&from)?
-            .ok_or_else(|| not_found(&from))?;
-        let target_exists = cx.vault().exists(&to)?;
-        if target_exists && !a.bool("overwrite")? {
-            return Err(exists_error(&to));
-        }
-        preflight(
-            cx,
-            &WriteIntent::new(
-                to.clone(),
-                WriteKind::Move { from: from.clone() },
-                &source.bytes,
-                Prior::Absent,
-            ),
-        )?;
+        let Transfer {
+            from,
+            to,
+            target_exists,
+        } = transfer_precheck(cx, &a, |from| WriteKind::Move { from })?;
         if a.bool("update_backlinks")? {
             let plan = backlink_plan(cx, &from, &to)?;
             judge_backlinks(cx, &plan, &to).map_err(|b| ToolError::convention(&b))?;
@@ -403,29 +424,11 @@ pub(crate) struct CopyNote;
 
 impl ToolHandler for CopyNote {
     fn precheck(&self, cx: &ToolCx<'_>, args: &Value) -> Result<Precheck, ToolError> {
-        let a = Args(args);
-        let from = a.note("from")?;
-        let to = a.note("to")?;
-        if from == to {
-            return Err(ToolError::validation("/to", "is the same note as from"));
-        }
-        let source = cx
-            .vault()
-            .read_if_exists(&from)?
-            .ok_or_else(|| not_found(&from))?;
-        let target_exists = cx.vault().exists(&to)?;
-        if target_exists && !a.bool("overwrite")? {
-            return Err(exists_error(&to));
-        }
-        preflight(
-            cx,
-            &WriteIntent::new(
-                to.clone(),
-                WriteKind::Copy { from: from.clone() },
-                &source.bytes,
-                Prior::Absent,
-            ),
-        )?;
+        let Transfer {
+            from,
+            to,
+            target_exists,
+        } = transfer_precheck(cx, &Args(args), |from| WriteKind::Copy { from })?;
         Ok(Precheck {
             needs_confirmation: target_exists,
             acl: vec![(AclOp::Read, from), (AclOp::Write, to)],
