@@ -697,3 +697,38 @@ async fn legacy_shim_rechecks_drift_after_the_prompt() {
     );
     assert_eq!(client.service().prompts(), 1);
 }
+
+// r[verify state.key.not-jwt]
+// r[verify state.shared-cachedir]
+/// A second server on the same cacheDir with a different `auth.jwtSecret` still accepts a
+/// pending requestState: the key comes from server-secrets/, never from the JWT secret, so
+/// rotating jwtSecret voids no confirmation.
+#[tokio::test]
+async fn a_pending_state_survives_a_new_jwt_secret_on_the_same_cache_dir() {
+    let h = Harness::with(|c: &mut Config| {
+        c.auth.jwt_secret = Some("the-first-jwt-secret-of-32-bytes-or-more".into());
+    });
+    h.write(NOTE, "# A\n\nsome text\n");
+    let first = connect(h.core.clone(), modern(Reply::Approve)).await;
+    let asked = input_required(&first, "delete_note", delete_args()).await;
+
+    let mut rotated = Config::default();
+    rotated.add_vault_dir(&h.vault).unwrap();
+    rotated.auth.jwt_secret = Some("a-different-jwt-secret-after-rotation!!".into());
+    let second_core = build_core(&rotated, &h.cache, h.clock.clone(), false);
+    let second = connect(second_core, modern(Reply::Approve)).await;
+    success(&complete(
+        resubmit(
+            &second,
+            "delete_note",
+            delete_args(),
+            asked.request_state,
+            Some(Reply::Approve.json()),
+        )
+        .await,
+    ));
+    assert!(
+        h.read(NOTE).is_none(),
+        "the second server applied the approval"
+    );
+}
