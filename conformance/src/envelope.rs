@@ -10,26 +10,21 @@
 //! fingerprint up in the raised request fails as soon as a newer raise superseded it or the
 //! raise was swept.
 //!
-//! So the harness, playing the server, sends the fingerprint in clear next to the sealed value:
-//! `<state_fp>~<sealed>`. It is not secret (elicit_required already shows it), and it cannot be
-//! altered: it is associated data of the seal, so a state presented with another fingerprint
-//! does not open. tc-gate (or tc-server) should adopt this or an equivalent; see the
-//! conformance report.
+//! tc-gate's [`present`] and [`split_presented`] carry the fingerprint in clear next to the
+//! seal (`<state_fp>~<sealed>`); the harness, playing the server, uses them as tc-server does and
+//! only adds the parsing of the fingerprint.
 
 use tc_gate::StateFp;
+use tc_gate::request_state::{present, split_presented};
 
-/// Separates the fingerprint from the sealed value; neither contains it.
-const SEPARATOR: char = '~';
-
-/// The requestState string sent to the client.
+/// The requestState sent to the client.
 pub fn wrap(state_fp: &StateFp, sealed: &str) -> String {
-    format!("{}{SEPARATOR}{sealed}", state_fp.as_str())
+    present(state_fp.as_str(), sealed)
 }
 
 /// Splits a presented requestState into the fingerprint it claims and the sealed value.
 /// `None` when it is not of that shape (it then cannot be one of ours).
 pub fn unwrap(presented: &str) -> Option<(StateFp, &str)> {
-    let (fp, sealed) = presented.split_once(SEPARATOR)?;
-    let fp = StateFp::parse(fp).ok()?;
-    Some((fp, sealed))
+    let (fp, sealed) = split_presented(presented);
+    Some((StateFp::parse(fp?).ok()?, sealed))
 }

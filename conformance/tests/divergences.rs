@@ -1,6 +1,6 @@
 //! Divergences found between tc-model, tc-gate and the specification that this crate cannot
-//! fix (it may not edit tc-model or tc-gate). Each test states the behaviour the spec asks for
-//! and fails today; it is ignored with the reason, so `cargo test -- --ignored` shows them, and
+//! fix (it may not edit tc-model or tc-gate). Each test states the behaviour the spec asks for;
+//! one that still fails is ignored with the reason, so `cargo test -- --ignored` shows it, and
 //! it becomes a plain regression test once the owning crate is fixed.
 
 use std::sync::Arc;
@@ -9,7 +9,7 @@ use tc_conformance::world::{self, RealCall};
 use tc_conformance::{Backing, Harness, SutOptions};
 use tc_gate::clock::{ManualClock, SeededEntropy};
 use tc_gate::keys::ServerSecret;
-use tc_gate::request_state::{RequestStateSealer, StateBinding};
+use tc_gate::request_state::{RequestStateSealer, StateBinding, present, split_presented};
 use tc_gate::{Gate, GateConfig, Store};
 use tc_model::{Action, Call, FpChoice, ModelConfig, Stage, Tok, Tool, Verifier};
 
@@ -58,18 +58,14 @@ fn a_swept_expired_token_is_still_rejected_as_expired() {
     }
 }
 
-/// tc-gate seals a requestState with its state_fp as associated data but stores the
-/// fingerprint nowhere a server can read it back: to open the state the server must already
-/// know it. With only tc-gate's API, a server can try the target's current fingerprint (fails
-/// exactly when the target drifted) or the retained raised request's (fails once a newer raise
-/// superseded it, or the raise was swept). Either way a drifted state is indistinguishable from
-/// a forged one, and the client is offered a fresh confirmation instead of `replay_drift`
-/// (drift.every-route, drift.refuse; the model answers `replay_drift`). The harness closes the
-/// gap by carrying the fingerprint in clear beside the sealed value (tc_conformance::envelope);
-/// tc-gate's sealer should do the same (or put the fingerprint in the signed payload).
+/// Formerly a divergence: tc-gate sealed a requestState with its state_fp as associated data
+/// but gave a server no way to present it again, so once a newer raise superseded the request a
+/// drifted state could not be told from a forged one. tc-gate now carries the fingerprint
+/// beside the seal (`request_state::present` / `split_presented`), and this test shows that its
+/// API alone opens the drifted state under its own fingerprint, so the server can answer
+/// `replay_drift` (drift.every-route, drift.refuse; the model answers `replay_drift`).
 // r[verify drift.every-route]
 #[test]
-#[ignore = "divergence: tc-gate alone cannot tell a drifted requestState from a forged one once its raise was superseded"]
 fn tc_gate_alone_recognises_a_drifted_request_state() {
     let clock = ManualClock::new(1_800_000_000_000);
     let entropy = Arc::new(SeededEntropy::new(5));
@@ -101,16 +97,23 @@ fn tc_gate_alone_recognises_a_drifted_request_state() {
     let after = note(2);
     gate.raise(&call.binding(), &after).expect("raise again");
 
+    let presented = present(before.as_str(), &sealed.token);
+
     let now = 1_800_000_001_000;
-    let with_current = sealer.open(&sealed.token, &binding(after.as_str()), now);
-    let retained = gate
-        .raised_request(&call.vault, &call.args_hash, &call.caller)
-        .expect("read")
-        .expect("live raise");
-    let with_retained = sealer.open(&sealed.token, &binding(retained.state_fp.as_str()), now);
+    let (claimed, seal) = split_presented(&presented);
+    let claimed = claimed.expect("a presented state names its fingerprint");
     assert!(
-        with_current.is_ok() || with_retained.is_ok(),
-        "neither the current ({with_current:?}) nor the retained fingerprint \
-         ({with_retained:?}) opens the state, so the server cannot answer replay_drift"
+        sealer.open(seal, &binding(claimed), now).is_ok(),
+        "the state opens under the fingerprint it was approved for"
     );
+    assert_ne!(
+        claimed,
+        after.as_str(),
+        "and that fingerprint is not the current one: drift"
+    );
+    // The current fingerprint does not open it, nor does a forged claim.
+    assert!(sealer.open(seal, &binding(after.as_str()), now).is_err());
+    let forged_claim = present(after.as_str(), &sealed.token);
+    let (_, forged) = split_presented(&forged_claim);
+    assert!(sealer.open(forged, &binding(after.as_str()), now).is_err());
 }

@@ -50,6 +50,29 @@ pub const WALL_CLOCK_SLACK_MS: u64 = 60_000;
 const PAYLOAD_VERSION: u8 = 1;
 const AAD_DOMAIN: &[u8] = b"obsidian-tc/v1/request-state/binding";
 const STATE_ID_BYTES: usize = 16;
+/// Separates the approved fingerprint from the seal in a presented requestState.
+const PRESENTED_SEPARATOR: char = '~';
+
+// r[impl drift.every-route]
+/// The requestState a client is given: the approved `state_fp` in clear, then the seal.
+///
+/// The fingerprint is associated data of the seal (authenticated, not stored), so the server
+/// must present it again to open the state. Carrying it beside the seal lets a state whose
+/// target changed open under its own fingerprint and be answered `replay_drift`, instead of
+/// failing like a forgery once its raised request was superseded. It is not secret
+/// (`elicit_required` shows it) and cannot be altered: another fingerprint does not open.
+pub fn present(state_fp: &str, sealed: &str) -> String {
+    format!("{state_fp}{PRESENTED_SEPARATOR}{sealed}")
+}
+
+/// Splits a presented requestState into the fingerprint it claims (`None` when it carries
+/// none) and the sealed value. Neither part contains the separator.
+pub fn split_presented(presented: &str) -> (Option<&str>, &str) {
+    match presented.split_once(PRESENTED_SEPARATOR) {
+        Some((state_fp, sealed)) => (Some(state_fp), sealed),
+        None => (None, presented),
+    }
+}
 
 /// What a state is bound to; all five fields are associated data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -446,3 +446,13 @@ proptest! {
         }
     }
 }
+
+// r[verify drift.every-route]
+#[test]
+fn a_presented_state_carries_its_fingerprint_beside_the_seal() {
+    use tc_gate::request_state::{present, split_presented};
+    let presented = present("ab", "rs2.x.y.z");
+    assert_eq!(split_presented(&presented), (Some("ab"), "rs2.x.y.z"));
+    assert_eq!(split_presented("rs2.x.y.z"), (None, "rs2.x.y.z"));
+    assert_eq!(split_presented(&present("", "s")), (Some(""), "s"));
+}

@@ -37,7 +37,7 @@ use tc_gate::clock::{Clock, Entropy};
 use tc_gate::cursor::CursorCodec;
 use tc_gate::governor::{BoundedError, Governor};
 use tc_gate::keys::{KeyPurpose, ServerSecret};
-use tc_gate::request_state::{RequestStateSealer, StateBinding};
+use tc_gate::request_state::{RequestStateSealer, StateBinding, present, split_presented};
 use tc_gate::{
     AdmitError, CallBinding, Gate, GateConfig, NonTokenRoute, RequestStateMode, StateFp, Store,
     caller_hash,
@@ -55,7 +55,7 @@ use crate::config::Config;
 use crate::metrics::Metrics;
 use crate::trips::{
     self, Answer, CONFIRM_KEY, Era, confirm_input_request, confirm_params, judge_answer,
-    prompt_message, unwrap_state, wrap_state,
+    prompt_message,
 };
 
 /// Which transport a handler serves.
@@ -425,7 +425,7 @@ impl ServerCore {
         requests.insert(CONFIRM_KEY.to_owned(), confirm_input_request(message));
         Step::InputRequired(InputRequiredResult::new(
             Some(requests),
-            Some(wrap_state(fp, &sealed.token)),
+            Some(present(fp, &sealed.token)),
         ))
     }
 
@@ -445,7 +445,7 @@ impl ServerCore {
         context: &RequestContext<RoleServer>,
     ) -> Step {
         let opened = request_state.and_then(|state| {
-            let (hint, sealed) = unwrap_state(state);
+            let (hint, sealed) = split_presented(state);
             let approved = match hint {
                 Some(hint) => StateFp::parse(hint).ok()?,
                 None => prepared.state_fp().clone(),

@@ -33,8 +33,6 @@ use serde_json::Value;
 pub const CONFIRM_KEY: &str = "confirm";
 /// The one field of the confirmation form.
 pub const APPROVE_FIELD: &str = "approve";
-/// Separates the fingerprint hint from the sealed value in a requestState.
-const STATE_SEPARATOR: char = '~';
 /// How much of the arguments the prompt quotes; the args_hash names the call exactly.
 const PROMPT_ARGS_CHARS: usize = 1500;
 
@@ -137,19 +135,6 @@ pub fn confirm_input_request(message: String) -> InputRequest {
     InputRequest::Elicitation(ElicitRequest::new(confirm_params(message)))
 }
 
-/// The requestState sent to the client: the fingerprint hint and the sealed value.
-pub fn wrap_state(state_fp: &str, sealed: &str) -> String {
-    format!("{state_fp}{STATE_SEPARATOR}{sealed}")
-}
-
-/// Splits a requestState into the fingerprint hint (None when absent) and the sealed value.
-pub fn unwrap_state(state: &str) -> (Option<&str>, &str) {
-    match state.split_once(STATE_SEPARATOR) {
-        Some((fp, sealed)) => (Some(fp), sealed),
-        None => (None, state),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use rmcp::model::{ElicitationCapability, FormElicitationCapability, UrlElicitationCapability};
@@ -209,15 +194,11 @@ mod tests {
     }
 
     #[test]
-    fn eras_and_state_wrapping() {
+    fn eras() {
         assert_eq!(Era::of(Some(&ProtocolVersion::V_2026_07_28)), Era::Modern);
         assert_eq!(Era::of(Some(&ProtocolVersion::V_2025_11_25)), Era::Legacy);
         assert_eq!(Era::of(Some(&ProtocolVersion::V_2025_06_18)), Era::Legacy);
         assert_eq!(Era::of(None), Era::Legacy);
-        let wrapped = wrap_state("ab", "rs2.x.y.z");
-        assert_eq!(unwrap_state(&wrapped), (Some("ab"), "rs2.x.y.z"));
-        assert_eq!(unwrap_state("rs2.x.y.z"), (None, "rs2.x.y.z"));
-        assert_eq!(unwrap_state(&wrap_state("", "s")), (Some(""), "s"));
     }
 
     #[test]
