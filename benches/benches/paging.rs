@@ -31,7 +31,8 @@ use tc_benches::vault_gen::{VaultSpec, cached_vault};
 use tc_gate::clock::{ManualClock, SeededEntropy};
 use tc_gate::cursor::CursorCodec;
 use tc_gate::keys::ServerSecret;
-use tc_vault::paging_tools::{PageLimits, PagingContext, ReadNotesArgs, read_notes};
+use tc_notes::paging_tools::{PagingContext, ReadNotesArgs, read_notes};
+use tc_tools::PageLimits;
 use tc_vault::{Acl, Scopes, Vault};
 
 /// The default `governor.maxResponseBytes`.

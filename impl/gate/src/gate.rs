@@ -162,6 +162,8 @@ pub struct RaisedRequest {
     pub expires_at_ms: i64,
     /// Whether this raise replaced a different fingerprint under the same key.
     pub superseded_older: bool,
+    /// What the human approves, rendered (empty for a request raised without one).
+    pub summary: String,
 }
 
 /// Why a token could not be minted. Each message says what to do next (the CLI prints it).
@@ -467,6 +469,17 @@ impl Gate {
         call: &CallBinding<'_>,
         state_fp: &StateFp,
     ) -> Result<RaisedRequest, StoreError> {
+        self.raise_with_summary(call, state_fp, "")
+    }
+
+    /// [`Gate::raise`], keeping `summary` (what the human approves, already rendered:
+    /// bounded and escaped) with the request.
+    pub fn raise_with_summary(
+        &self,
+        call: &CallBinding<'_>,
+        state_fp: &StateFp,
+        summary: &str,
+    ) -> Result<RaisedRequest, StoreError> {
         let now = self.now();
         let expires_at = self.expiry_from(now);
         let superseded_older = self.inner.store.write(Durability::Relaxed, |tx| -> Result<bool, StoreError> {
@@ -480,6 +493,7 @@ impl Gate {
                     state_fp: state_fp.as_str(),
                     raised_at: now,
                     expires_at,
+                    summary,
                 },
             )?;
             Self::record(
@@ -498,6 +512,7 @@ impl Gate {
             raised_at_ms: now,
             expires_at_ms: expires_at,
             superseded_older,
+            summary: summary.to_owned(),
         })
     }
 
@@ -528,6 +543,7 @@ impl Gate {
                     raised_at_ms: row.raised_at,
                     expires_at_ms: row.expires_at,
                     superseded_older: false,
+                    summary: row.summary,
                 })
             })
             .transpose()

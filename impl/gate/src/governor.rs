@@ -20,6 +20,26 @@ use serde::Serialize;
 /// The cap of the seed's default configuration (`governor.maxResponseBytes`).
 pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 1_000_000;
 
+/// The bytes of a tool response around its result object and the text copy of it: the
+/// result's own keys (`content`, `type`, `text`, `structuredContent`, `isError`,
+/// `resultType`) and the JSON-RPC frame (`jsonrpc`, an `id` of up to 64 bytes, `result`).
+pub const RESPONSE_FRAME_BYTES: usize = 256;
+
+/// What `json` costs of a response as sent (spec `governor.measure`): once as
+/// `structuredContent`, and once more inside the text block as a JSON string, where every
+/// quote, backslash and control character is escaped.
+pub fn wire_cost(json: &[u8]) -> usize {
+    let escapes: usize = json
+        .iter()
+        .map(|&b| match b {
+            b'"' | b'\\' | b'\n' | b'\r' | b'\t' | 0x08 | 0x0c => 1,
+            0..=0x1f => 5,
+            _ => 0,
+        })
+        .sum();
+    json.len() * 2 + escapes
+}
+
 /// A tool response larger than the cap.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, thiserror::Error)]
 #[error(
@@ -91,6 +111,7 @@ impl Governor {
     ) -> Result<Vec<u8>, BoundedError> {
         let mut writer = CappedWriter {
             buffer: Vec::new(),
+            wire: RESPONSE_FRAME_BYTES,
             cap: self.max_response_bytes,
             attempted: None,
         };
@@ -105,8 +126,9 @@ impl Governor {
 
     /// Admits bytes that were serialized elsewhere, with the same cap and counting.
     pub fn admit_serialized(&self, bytes: Vec<u8>) -> Result<Vec<u8>, Overflow> {
-        if bytes.len() > self.max_response_bytes {
-            return Err(self.overflow(bytes.len(), true));
+        let wire = wire_cost(&bytes) + RESPONSE_FRAME_BYTES;
+        if wire > self.max_response_bytes {
+            return Err(self.overflow(wire, true));
         }
         Ok(bytes)
     }
@@ -128,9 +150,11 @@ impl Governor {
     }
 }
 
-/// A buffer that refuses the write that would take it past `cap`.
+/// A buffer that refuses the write that would take the response as sent past `cap`.
 struct CappedWriter {
     buffer: Vec<u8>,
+    /// The response's size as sent so far: the frame, and [`wire_cost`] of the buffer.
+    wire: usize,
     cap: usize,
     /// Set on refusal: the size the output would have had with the refused write.
     attempted: Option<usize>,
@@ -138,11 +162,12 @@ struct CappedWriter {
 
 impl io::Write for CappedWriter {
     fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
-        let wanted = self.buffer.len().saturating_add(bytes.len());
+        let wanted = self.wire.saturating_add(wire_cost(bytes));
         if wanted > self.cap {
             self.attempted = Some(wanted);
             return Err(io::Error::other("response size limit reached"));
         }
+        self.wire = wanted;
         self.buffer.extend_from_slice(bytes);
         Ok(bytes.len())
     }

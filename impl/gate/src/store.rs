@@ -100,6 +100,10 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX consumed_states_by_expiry ON consumed_states(expires_at);
     CREATE INDEX events_by_time ON events(at);
     "#,
+    // v3: what the human approves (spec tools.summary), kept with the raised request.
+    r#"
+    ALTER TABLE raised_requests ADD COLUMN summary TEXT NOT NULL DEFAULT '';
+    "#,
 ];
 
 /// The schema version this build writes and understands.
@@ -502,6 +506,7 @@ pub(crate) struct RaisedRow {
     pub state_fp: String,
     pub raised_at: i64,
     pub expires_at: i64,
+    pub summary: String,
 }
 
 pub(crate) fn raised_row(
@@ -512,7 +517,7 @@ pub(crate) fn raised_row(
 ) -> Result<Option<RaisedRow>, StoreError> {
     Ok(conn
         .prepare_cached(
-            "SELECT tool, state_fp, raised_at, expires_at FROM raised_requests
+            "SELECT tool, state_fp, raised_at, expires_at, summary FROM raised_requests
              WHERE vault = ?1 AND args_hash = ?2 AND caller = ?3",
         )?
         .query_row(params![vault, args_hash, caller], |row| {
@@ -521,6 +526,7 @@ pub(crate) fn raised_row(
                 state_fp: row.get(1)?,
                 raised_at: row.get(2)?,
                 expires_at: row.get(3)?,
+                summary: row.get(4)?,
             })
         })
         .optional()?)
@@ -534,6 +540,7 @@ pub(crate) struct NewRaise<'a> {
     pub state_fp: &'a str,
     pub raised_at: i64,
     pub expires_at: i64,
+    pub summary: &'a str,
 }
 
 /// Records `raise` as the retained request for its key, remembering the fingerprint it
@@ -561,8 +568,8 @@ pub(crate) fn upsert_raise(conn: &Connection, raise: &NewRaise<'_>) -> Result<bo
     if previous.is_none() {
         conn.prepare_cached(
             "INSERT INTO raised_requests
-                (vault, args_hash, caller, tool, state_fp, raised_at, expires_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                (vault, args_hash, caller, tool, state_fp, raised_at, expires_at, summary)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
         )?
         .execute(params![
             raise.vault,
@@ -571,12 +578,14 @@ pub(crate) fn upsert_raise(conn: &Connection, raise: &NewRaise<'_>) -> Result<bo
             raise.tool,
             raise.state_fp,
             raise.raised_at,
-            raise.expires_at
+            raise.expires_at,
+            raise.summary
         ])?;
     } else {
         // An UPDATE, not a REPLACE: replacing would cascade-delete the superseded rows.
         conn.prepare_cached(
-            "UPDATE raised_requests SET tool = ?4, state_fp = ?5, raised_at = ?6, expires_at = ?7
+            "UPDATE raised_requests
+             SET tool = ?4, state_fp = ?5, raised_at = ?6, expires_at = ?7, summary = ?8
              WHERE vault = ?1 AND args_hash = ?2 AND caller = ?3",
         )?
         .execute(params![
@@ -586,7 +595,8 @@ pub(crate) fn upsert_raise(conn: &Connection, raise: &NewRaise<'_>) -> Result<bo
             raise.tool,
             raise.state_fp,
             raise.raised_at,
-            raise.expires_at
+            raise.expires_at,
+            raise.summary
         ])?;
     }
     // The fingerprint now retained is current again, not stale, even if it was once replaced.

@@ -42,13 +42,11 @@ use tc_gate::{
     AdmitError, CallBinding, Gate, GateConfig, NonTokenRoute, RequestStateMode, StateFp, Store,
     caller_hash,
 };
-use tc_vault::paging_tools::PageLimits;
-use tc_vault::pipeline::{Approval, CancellationFlag, Pipeline, Prepared, ToolOutput};
-use tc_vault::tools::{
-    CallerContext, ErrorCode, PagingSetup, Registry, ToolError, VaultBinding, WikiSealer,
-    seal_dir_for,
+use tc_tools::{
+    Approval, CallControl, CallerContext, CancellationFlag, ErrorCode, PageLimits, PagingSetup,
+    Pipeline, Prepared, ProgressSink, ToolError, ToolOutput, VaultBinding,
 };
-use tc_vault::{Vault, snapshot_dir_for};
+use tc_vault::{Vault, WikiSealer, seal_dir_for, snapshot_dir_for};
 
 use crate::auth::Caller;
 use crate::config::Config;
@@ -156,7 +154,7 @@ enum Step {
 
 /// Everything a request of the MCP server is served with, shared by every session.
 pub struct ServerCore {
-    pub(crate) pipeline: Pipeline,
+    pub(crate) pipeline: Arc<Pipeline>,
     pub(crate) governor: Governor,
     pub(crate) sealer: RequestStateSealer,
     pub(crate) cursors: CursorCodec,
@@ -237,7 +235,7 @@ impl ServerCore {
             bindings.push(binding);
         }
         let vault_ids = config.vaults.iter().map(|v| v.id.clone()).collect();
-        let registry = Registry::standard().map_err(|e| BuildError::Registry(e.to_string()))?;
+        let registry = crate::registry().map_err(|e| BuildError::Registry(e.to_string()))?;
         let cap = usize::try_from(config.governor.max_response_bytes)
             .map_err(|_| BuildError::Cap(config.governor.max_response_bytes))?;
         let paging = PagingSetup {
@@ -246,7 +244,7 @@ impl ServerCore {
         };
         let pipeline = Pipeline::new(registry, bindings, gate, Arc::clone(&parts.clock), paging);
         Ok(ServerCore {
-            pipeline,
+            pipeline: Arc::new(pipeline),
             governor: Governor::new(cap),
             sealer: RequestStateSealer::new(parts.secret),
             cursors: CursorCodec::new(parts.secret),
@@ -271,7 +269,7 @@ impl ServerCore {
         &self.metrics
     }
 
-    pub fn registry(&self) -> &Registry {
+    pub fn registry(&self) -> &tc_tools::Registry {
         self.pipeline.registry()
     }
 
@@ -345,6 +343,19 @@ impl ServerCore {
         Ok(response)
     }
 
+    /// Runs `work` on the blocking pool: SQLite commits, vault reads and writes never run
+    /// on a tokio worker (a panic there is a server fault, answered as one).
+    async fn blocking<T: Send + 'static>(
+        &self,
+        what: &'static str,
+        work: impl FnOnce(&Pipeline) -> Result<T, ToolError> + Send + 'static,
+    ) -> Result<T, ToolError> {
+        let pipeline = Arc::clone(&self.pipeline);
+        tokio::task::spawn_blocking(move || work(&pipeline))
+            .await
+            .unwrap_or_else(|_| Err(ToolError::internal(what)))
+    }
+
     #[allow(clippy::too_many_arguments)]
     async fn gated_call(
         &self,
@@ -358,51 +369,112 @@ impl ServerCore {
         context: &RequestContext<RoleServer>,
     ) -> Step {
         // r[impl dispatch.order]
-        let prepared = match self.pipeline.prepare(caller, tool, arguments) {
+        let prepared = {
+            let (caller, tool, arguments) = (caller.clone(), tool.to_owned(), arguments.clone());
+            let control = Self::control(context, None);
+            self.blocking("preparing the call", move |pipeline| {
+                pipeline.prepare_with(&caller, &tool, &arguments, &control)
+            })
+            .await
+        };
+        let prepared = match prepared {
             Ok(prepared) => prepared,
             Err(error) => return Step::Done(None, Err(error)),
         };
         let key = CallKey::of(&prepared);
         let resubmitted = request_state.is_some() || input_responses.is_some();
         if era == Era::Modern && resubmitted && prepared.elicit_token().is_none() {
-            return self.resubmission(&prepared, key, request_state, input_responses, context);
+            return self
+                .resubmission(&prepared, key, request_state, input_responses, context)
+                .await;
         }
         if !prepared.needs_confirmation() || prepared.elicit_token().is_some() {
-            let outcome = self.execute(&prepared, prepared.token_approval(), context);
+            let outcome = self
+                .execute(&prepared, prepared.token_approval(), context)
+                .await;
             return Step::Done(Some(key), outcome);
         }
         match route {
-            Route::ModernRoundTrip => self.offer_round_trip(&prepared, key),
+            Route::ModernRoundTrip => self.offer_round_trip(&prepared, key).await,
             Route::LegacyShim => self.legacy_shim(&prepared, key, context).await,
             Route::Plain => {
-                let outcome = self.execute(&prepared, Approval::None, context);
+                let outcome = self.execute(&prepared, Approval::None, context).await;
                 Step::Done(Some(key), outcome)
             }
         }
     }
 
-    /// The folder ACL and the handler, with a cancellation flag taken from the request.
-    fn execute(
+    // r[impl tools.cancellation]
+    // r[impl tools.progress]
+    /// The controls of a call: cancellation backed by the request's cancellation token, and
+    /// progress reports into `progress` (sent as `notifications/progress` by the caller).
+    fn control(
+        context: &RequestContext<RoleServer>,
+        progress: Option<tokio::sync::mpsc::UnboundedSender<Progress>>,
+    ) -> CallControl {
+        let ct = context.ct.clone();
+        let cancel = CancellationFlag::backed_by(Arc::new(move || ct.is_cancelled()));
+        match progress {
+            Some(sender) => CallControl {
+                cancel,
+                progress: Arc::new(ProgressChannel(sender)),
+            },
+            None => CallControl::with_cancel(cancel),
+        }
+    }
+
+    /// The folder ACL and the handler on the blocking pool, with the request's cancellation
+    /// and, when the request carries a `progressToken`, its progress reports forwarded as
+    /// `notifications/progress` while the handler runs.
+    async fn execute(
         &self,
         prepared: &Prepared,
         approval: Approval,
         context: &RequestContext<RoleServer>,
     ) -> Result<ToolOutput, ToolError> {
-        let cancel = CancellationFlag::new();
-        if context.ct.is_cancelled() {
-            cancel.cancel();
-        }
-        self.pipeline.execute(prepared, approval, &cancel)
+        let token = context.meta.get_progress_token();
+        let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel();
+        let control = Self::control(context, token.as_ref().map(|_| sender));
+        let prepared = prepared.clone();
+        let work = self.blocking("running the tool", move |pipeline| {
+            pipeline.execute(&prepared, approval, &control)
+        });
+        let Some(token) = token else {
+            return work.await;
+        };
+        let peer = context.peer.clone();
+        let forward = async move {
+            while let Some(report) = receiver.recv().await {
+                let mut param =
+                    rmcp::model::ProgressNotificationParam::new(token.clone(), report.progress);
+                param.total = report.total;
+                param.message = report.message;
+                if peer.notify_progress(param).await.is_err() {
+                    break;
+                }
+            }
+        };
+        let (outcome, ()) = tokio::join!(work, forward);
+        outcome
     }
 
     // r[impl trip.modern.shape]
     // r[impl state.seal.aad]
-    /// Raises the request and answers `input_required` with the confirmation form and a
-    /// requestState sealed for this exact call and its current state.
-    fn offer_round_trip(&self, prepared: &Prepared, key: CallKey) -> Step {
-        if let Err(error) = self.pipeline.raise(prepared) {
-            return Step::Done(Some(key), Err(error));
-        }
+    /// Raises the request and answers `input_required` with the confirmation form (whose
+    /// message carries the summary) and a requestState sealed for this exact call and its
+    /// current state.
+    async fn offer_round_trip(&self, prepared: &Prepared, key: CallKey) -> Step {
+        let raised = {
+            let prepared = prepared.clone();
+            self.blocking("recording the confirmation request", move |pipeline| {
+                pipeline.raise(&prepared)
+            })
+            .await
+        };
+        let raised = match raised {
+            Ok(raised) => raised,
+            Err(error) => return Step::Done(Some(key), Err(error)),
+        };
         let fp = prepared.state_fp().as_str();
         let binding = StateBinding {
             caller: &prepared.caller().id,
@@ -415,12 +487,7 @@ impl ServerCore {
         let sealed = self
             .sealer
             .seal(&binding, ttl_ms, self.clock.now_ms(), self.entropy.as_ref());
-        let message = prompt_message(
-            prepared.tool(),
-            prepared.vault_id(),
-            prepared.args(),
-            prepared.args_hash(),
-        );
+        let message = prompt_message(&raised.summary);
         let mut requests = InputRequests::new();
         requests.insert(CONFIRM_KEY.to_owned(), confirm_input_request(message));
         Step::InputRequired(InputRequiredResult::new(
@@ -436,7 +503,7 @@ impl ServerCore {
     /// A call resent with `inputResponses` and/or a `requestState`: the state must open for
     /// this exact call, and then the answer decides. A state that does not open approves
     /// nothing and a fresh confirmation is offered.
-    fn resubmission(
+    async fn resubmission(
         &self,
         prepared: &Prepared,
         key: CallKey,
@@ -470,7 +537,7 @@ impl ServerCore {
             }
         });
         let Some((opened, approved)) = opened else {
-            return self.without_approval(prepared, key, context);
+            return self.without_approval(prepared, key, context).await;
         };
         let answer = input_responses
             .and_then(|responses| responses.get(CONFIRM_KEY))
@@ -489,16 +556,21 @@ impl ServerCore {
             ),
             Answer::Approve => {
                 if !prepared.needs_confirmation() {
-                    let outcome = self.execute(prepared, Approval::NotNeeded, context);
+                    let outcome = self.execute(prepared, Approval::NotNeeded, context).await;
                     return Step::Done(Some(key), outcome);
                 }
                 // r[impl state.ext.single-use]
-                match self.gate().admit_request_state(&opened) {
-                    Ok(()) => {}
-                    Err(AdmitError::AlreadyUsed | AdmitError::Expired) => {
-                        return self.offer_round_trip(prepared, key);
+                let admitted = self
+                    .blocking("admitting the confirmation", move |pipeline| {
+                        Ok(pipeline.gate().admit_request_state(&opened))
+                    })
+                    .await;
+                match admitted {
+                    Ok(Ok(())) => {}
+                    Ok(Err(AdmitError::AlreadyUsed | AdmitError::Expired)) => {
+                        return self.offer_round_trip(prepared, key).await;
                     }
-                    Err(AdmitError::Store(_)) => {
+                    Ok(Err(AdmitError::Store(_))) | Err(_) => {
                         return Step::Done(
                             Some(key),
                             Err(ToolError::internal("admitting the confirmation")),
@@ -509,24 +581,24 @@ impl ServerCore {
                     state_fp: approved,
                     route: NonTokenRoute::RequestState,
                 };
-                Step::Done(Some(key), self.execute(prepared, approval, context))
+                Step::Done(Some(key), self.execute(prepared, approval, context).await)
             }
         }
     }
 
     /// A gated call that brought nothing that approves it, on the modern route.
-    fn without_approval(
+    async fn without_approval(
         &self,
         prepared: &Prepared,
         key: CallKey,
         context: &RequestContext<RoleServer>,
     ) -> Step {
         if prepared.needs_confirmation() {
-            self.offer_round_trip(prepared, key)
+            self.offer_round_trip(prepared, key).await
         } else {
             Step::Done(
                 Some(key),
-                self.execute(prepared, Approval::NotNeeded, context),
+                self.execute(prepared, Approval::NotNeeded, context).await,
             )
         }
     }
@@ -534,24 +606,28 @@ impl ServerCore {
     // r[impl trip.legacy-shim]
     // r[impl trip.legacy-shim.no-answer]
     // r[impl trip.legacy-shim.single-use]
-    /// The legacy stdio shim: raises the request, sends `elicitation/create` from this
-    /// handler's own task, waits for the answer (at most the confirmation TTL), and applies
-    /// it to this same call; the drift check runs after the prompt.
+    /// The legacy stdio shim: raises the request, sends `elicitation/create` (with the
+    /// summary) from this handler's own task, waits for the answer (at most the
+    /// confirmation TTL), and applies it to this same call; the drift check runs after the
+    /// prompt.
     async fn legacy_shim(
         &self,
         prepared: &Prepared,
         key: CallKey,
         context: &RequestContext<RoleServer>,
     ) -> Step {
-        if let Err(error) = self.pipeline.raise(prepared) {
-            return Step::Done(Some(key), Err(error));
-        }
-        let message = prompt_message(
-            prepared.tool(),
-            prepared.vault_id(),
-            prepared.args(),
-            prepared.args_hash(),
-        );
+        let raised = {
+            let prepared = prepared.clone();
+            self.blocking("recording the confirmation request", move |pipeline| {
+                pipeline.raise(&prepared)
+            })
+            .await
+        };
+        let raised = match raised {
+            Ok(raised) => raised,
+            Err(error) => return Step::Done(Some(key), Err(error)),
+        };
+        let message = prompt_message(&raised.summary);
         let wait = Duration::from_millis(u64::try_from(self.ttl_ms).unwrap_or(0));
         let answer = match context
             .peer
@@ -572,7 +648,7 @@ impl ServerCore {
                     state_fp: prepared.state_fp().clone(),
                     route: NonTokenRoute::LegacyShim,
                 };
-                Step::Done(Some(key), self.execute(prepared, approval, context))
+                Step::Done(Some(key), self.execute(prepared, approval, context).await)
             }
             Answer::Decline => Step::Done(
                 Some(key),
@@ -671,5 +747,26 @@ impl ServerCore {
         self.metrics.absorb_gate(&self.gate().counters());
         self.metrics.confirmation_answer_refused(outcome);
         tracing::info!(tool, caller = %caller_hash(caller), outcome, "tools/call");
+    }
+}
+
+/// One progress report of a running handler.
+#[derive(Debug)]
+struct Progress {
+    progress: f64,
+    total: Option<f64>,
+    message: Option<String>,
+}
+
+/// The handler's side of the progress channel (a report after the call ended is dropped).
+struct ProgressChannel(tokio::sync::mpsc::UnboundedSender<Progress>);
+
+impl ProgressSink for ProgressChannel {
+    fn report(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
+        let _ = self.0.send(Progress {
+            progress,
+            total,
+            message: message.map(str::to_owned),
+        });
     }
 }

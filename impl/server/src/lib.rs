@@ -17,3 +17,11 @@ pub mod resources;
 pub mod results;
 pub mod serve;
 pub mod trips;
+
+/// The tools this server offers: each subsystem crate's `register`, in `tools/list` order.
+/// Adding a subsystem adds a line here; the dispatch pipeline does not change.
+pub fn registry() -> Result<tc_tools::Registry, tc_tools::RegistryBuildError> {
+    let mut registry = tc_tools::Registry::new();
+    tc_notes::register(&mut registry)?;
+    Ok(registry)
+}

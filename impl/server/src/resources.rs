@@ -14,9 +14,10 @@ use rmcp::ErrorData;
 use rmcp::model::{ListResourcesResult, ReadResourceResult, Resource, ResourceContents};
 use serde_json::{Value, json};
 use tc_vault::acl::AclOp;
-use tc_vault::paging_tools::{self, ListNotesArgs, PageLimits, PagingContext};
+use tc_notes::paging_tools::{self, ListNotesArgs, PagingContext};
+use tc_tools::PageLimits;
 use tc_vault::path::VaultPath;
-use tc_vault::tools::CallerContext;
+use tc_tools::CallerContext;
 
 use crate::auth::Caller;
 use crate::dispatch::ServerCore;
@@ -137,10 +138,8 @@ impl ServerCore {
             limits: PageLimits::new(LIST_PAGE_BYTES),
         };
         let args = ListNotesArgs {
-            vault: Some(vault.clone()),
-            folder: None,
-            recursive: Some(true),
             cursor: inner,
+            ..ListNotesArgs::default()
         };
         let caller_cx = caller_context(caller);
         let page = paging_tools::list_notes(&ctx, &caller_cx.id, &caller_cx.scopes, &args)

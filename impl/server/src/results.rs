@@ -9,7 +9,7 @@
 
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::Value;
-use tc_vault::tools::ToolError;
+use tc_tools::ToolError;
 
 // r[impl results.success]
 // r[impl governor.single-serialization]

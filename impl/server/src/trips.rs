@@ -33,8 +33,6 @@ use serde_json::Value;
 pub const CONFIRM_KEY: &str = "confirm";
 /// The one field of the confirmation form.
 pub const APPROVE_FIELD: &str = "approve";
-/// How much of the arguments the prompt quotes; the args_hash names the call exactly.
-const PROMPT_ARGS_CHARS: usize = 1500;
 
 /// The protocol era of one request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -99,14 +97,9 @@ pub fn judge_answer(result: &Value) -> Answer {
 }
 
 /// The prompt's message: what the human is asked to approve, exactly.
-pub fn prompt_message(tool: &str, vault: &str, args: &Value, args_hash: &str) -> String {
-    let mut quoted = args.to_string();
-    if quoted.chars().count() > PROMPT_ARGS_CHARS {
-        quoted = quoted.chars().take(PROMPT_ARGS_CHARS).collect::<String>() + "…";
-    }
+pub fn prompt_message(summary: &str) -> String {
     format!(
-        "An AI agent asks to run {tool} in vault {vault:?} with the arguments {quoted} \
-         (args_hash {args_hash}). Approve this exact call?"
+        "An AI agent asks to run the call below. Approve this exact call, once?\n\n{summary}"
     )
 }
 

@@ -1,4 +1,4 @@
-//! tc-vault: the Obsidian vault under the gated tools (issue 4; CONTRACT.md §2, §3, §5).
+//! tc-vault: the Obsidian vault under the gated tools (CONTRACT.md §2, §3, §5; spec/vault.md).
 //!
 //! The layers, bottom up:
 //! - [`path`]: caller strings judged into [`VaultPath`]s, resolved against the root without
@@ -11,25 +11,23 @@
 //!   before anything is written, with the state a confirmation binds;
 //! - [`acl`] and [`conventions`]: the folder ACL and the block rules of the write gate;
 //! - [`walk`]: the sorted, resumable folder walk and the byte-budgeted page builder behind
-//!   `read_notes` and `list_notes`.
+//!   `read_notes` and `list_notes`;
+//! - [`wiki`]: the seals of generated wiki pages (`commit_wiki_page`).
 //!
-//! On top: [`tools`], the registry of the tools with their schemas, annotations and
-//! confirmation declarations, and [`pipeline`], the dispatch stages from schema validation
-//! to the handler that every confirmation route shares.
+//! The tools over the vault live above it: the framework in tc-tools, the note tools in
+//! tc-notes.
 
 pub mod acl;
 pub mod conventions;
 pub mod error;
 pub mod links;
 pub mod note;
-pub mod paging_tools;
 pub mod path;
-pub mod pipeline;
 pub mod rewrite;
 pub mod tasks;
-pub mod tools;
 pub mod vault;
 pub mod walk;
+pub mod wiki;
 
 pub use acl::{Acl, AclConfig, AclDenied, AclOp, Scopes};
 pub use conventions::{
@@ -46,3 +44,4 @@ pub use vault::{
     WriteOutcome, content_hash, snapshot_dir_for,
 };
 pub use walk::{Candidate, DeniedPolicy, Page, PageRequest, Walk, WalkFilter};
+pub use wiki::{SealState, WikiSealer, seal_dir_for};

@@ -31,6 +31,7 @@ use std::io;
 use std::iter::Peekable;
 
 use serde::Serialize;
+use tc_gate::governor::wire_cost;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
@@ -276,10 +277,18 @@ pub fn path_candidates(paths: &[String], start: usize) -> impl Iterator<Item = C
         })
 }
 
+/// The most bytes of note an entry can hold within `budget` (a response counts every byte
+/// of its result twice: once as `structuredContent`, once in the text copy; see
+/// [`wire_cost`]). A `too_large` error reports this as its budget.
+pub fn note_room(budget: usize) -> usize {
+    budget / 2
+}
+
 /// Encodes one page entry.
 pub trait EntryEncoder {
-    /// The entry for `path` as JSON, reading the note at most once. An entry that could
-    /// never fit in `budget` bytes returns `too_large` (ideally without reading the note).
+    /// The entry for `path` as JSON, reading the note at most once. An entry whose
+    /// [`wire_cost`] could never fit in `budget` returns `too_large` (ideally without
+    /// reading the note).
     fn encode(&mut self, vault: &Vault, path: &VaultPath, budget: usize) -> VaultResult<Vec<u8>>;
 }
 
@@ -297,9 +306,9 @@ struct NoteEntry<'a> {
 
 impl EntryEncoder for NoteEntryEncoder {
     fn encode(&mut self, vault: &Vault, path: &VaultPath, budget: usize) -> VaultResult<Vec<u8>> {
-        let budget_u64 = budget as u64;
-        // The encoded entry is never smaller than the note, so a note over the budget can be
-        // refused from its size alone, unread.
+        let budget_u64 = note_room(budget) as u64;
+        // The entry costs at least twice the note, so a note over the room can be refused
+        // from its size alone, unread.
         let note = vault.read_limited(path, budget_u64).map_err(|e| match e {
             VaultError::TooLarge { size, .. } => VaultError::TooLarge {
                 path: path.as_str().to_owned(),
@@ -317,10 +326,10 @@ impl EntryEncoder for NoteEntryEncoder {
         };
         let encoded = serde_json::to_vec(&entry)
             .map_err(|e| VaultError::io(path.as_str(), "encode", io::Error::other(e)))?;
-        if encoded.len() > budget {
+        if wire_cost(&encoded) > budget {
             return Err(VaultError::TooLarge {
                 path: path.as_str().to_owned(),
-                size: encoded.len() as u64,
+                size: note.bytes.len() as u64,
                 limit: budget_u64,
             });
         }
@@ -355,8 +364,8 @@ pub struct PageRequest<'a> {
     pub vault: &'a Vault,
     pub acl: &'a Acl,
     pub scopes: &'a Scopes,
-    /// Bytes available for the entries of both arrays, commas included: the governor cap
-    /// minus [`envelope_overhead`].
+    /// The [`wire_cost`] available for the entries of both arrays, commas included: the
+    /// page budget minus [`envelope_overhead`].
     pub budget: usize,
     pub denied: DeniedPolicy,
 }
@@ -368,7 +377,7 @@ pub struct Page {
     pub notes: Vec<Box<str>>,
     /// Encoded `{path, code, message, details}` entries.
     pub errors: Vec<Box<str>>,
-    /// Bytes of both arrays' contents, commas included.
+    /// The [`wire_cost`] of both arrays' contents, commas included.
     pub used: usize,
     /// How many candidates the page consumed (emitted, reported or omitted).
     pub consumed: usize,
@@ -423,12 +432,14 @@ fn join_into(out: &mut Vec<u8>, entries: &[Box<str>]) {
     }
 }
 
-/// The page's bytes outside the entries, for a cursor of at most `cursor_len` characters
-/// that JSON does not escape (the cursor is base64url). Budget = cap − this.
+/// The [`wire_cost`] of the page outside the entries, for a cursor of at most `cursor_len`
+/// characters that JSON does not escape (the cursor is base64url). Budget = page budget −
+/// this.
 pub fn envelope_overhead(vault_id: &str, cursor_len: usize) -> usize {
     let empty = Page::default();
-    let with_null = empty.write_json(vault_id, None).len();
-    with_null.max(with_null - "null".len() + cursor_len + 2)
+    let with_null = wire_cost(&empty.write_json(vault_id, None));
+    let with_cursor = wire_cost(&empty.write_json(vault_id, Some(&"x".repeat(cursor_len))));
+    with_null.max(with_cursor)
 }
 
 /// An `errors` entry.
@@ -501,7 +512,7 @@ where
                         let error = VaultError::TooLarge {
                             path: candidate.path_text().to_owned(),
                             size: entry.len() as u64,
-                            limit: request.budget as u64,
+                            limit: note_room(request.budget) as u64,
                         };
                         let entry = error_entry(candidate.path_text(), &error);
                         page.used += cost_of(&page.errors, &entry);
@@ -531,8 +542,10 @@ where
     page
 }
 
+/// What `entry` adds to a page as sent: its [`wire_cost`], and a comma (twice) after the
+/// first.
 fn cost_of(array: &[Box<str>], entry: &str) -> usize {
-    entry.len() + usize::from(!array.is_empty())
+    wire_cost(entry.as_bytes()) + 2 * usize::from(!array.is_empty())
 }
 
 enum Outcome {
@@ -813,14 +826,14 @@ mod tests {
             })
         );
         assert!(page.exhausted);
-        assert_eq!(bytes.len(), envelope_overhead("main", 0) + page.used);
+        assert_eq!(wire_cost(&bytes), envelope_overhead("main", 0) + page.used);
         let raw = page.to_raw_value("main", Some("abc")).unwrap();
         assert_eq!(
             serde_json::from_str::<Value>(raw.get()).unwrap()["next_cursor"],
             "abc"
         );
         assert_eq!(
-            page.write_json("main", Some("abcdef")).len(),
+            wire_cost(&page.write_json("main", Some("abcdef"))),
             envelope_overhead("main", 6) + page.used
         );
     }
@@ -840,8 +853,9 @@ mod tests {
         ]);
         let acl = Acl::unrestricted();
         let scopes = Scopes::all();
-        // One encoded 300-byte note is ~440 bytes; a 100-byte one ~240.
-        let pages = paginate(&f.vault, &acl, &scopes, 520);
+        // One encoded 300-byte note costs ~890 bytes as sent (its JSON twice, the copy's
+        // quotes escaped); a 100-byte one ~490. A budget of 1,040 has room for a note of 520.
+        let pages = paginate(&f.vault, &acl, &scopes, 1_040);
         let all_notes: Vec<String> = pages.iter().flat_map(|(n, _)| n.clone()).collect();
         assert_eq!(all_notes, ["a.md", "b.md", "d.md", "e.md"]);
         let errors: Vec<&Value> = pages.iter().flat_map(|(_, e)| e).collect();
@@ -863,10 +877,7 @@ mod tests {
         let acl = Acl::unrestricted();
         let scopes = Scopes::all();
         let path = VaultPath::parse("a.md").unwrap();
-        let size = NoteEntryEncoder
-            .encode(&f.vault, &path, usize::MAX)
-            .unwrap()
-            .len();
+        let size = wire_cost(&NoteEntryEncoder.encode(&f.vault, &path, usize::MAX).unwrap());
         let pages = paginate(&f.vault, &acl, &scopes, size);
         assert_eq!(
             pages.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>(),
@@ -924,7 +935,7 @@ mod tests {
         .unwrap();
         let first = fill_page(
             &PageRequest {
-                budget: 150,
+                budget: 300,
                 ..request
             },
             walk_candidates(walk),
@@ -956,11 +967,13 @@ mod tests {
         let f = fixture(&[("b.md", "b"), ("d.md", "d"), ("f.md", "f"), ("h.md", "h")]);
         let acl = Acl::unrestricted();
         let scopes = Scopes::all();
-        let one = NoteEntryEncoder
-            .encode(&f.vault, &VaultPath::parse("b.md").unwrap(), usize::MAX)
-            .unwrap()
-            .len();
-        let budget = 2 * one + 1;
+        let one = wire_cost(
+            &NoteEntryEncoder
+                .encode(&f.vault, &VaultPath::parse("b.md").unwrap(), usize::MAX)
+                .unwrap(),
+        );
+        // Two entries and the comma between them (counted twice, as sent).
+        let budget = 2 * one + 2;
         let page_at = |after: Option<&VaultPath>| {
             let walk = Walk::new(
                 f.vault.root(),
@@ -1101,7 +1114,7 @@ mod tests {
         #[test]
         fn paging_any_vault_emits_every_fitting_note_once_in_order(
             files in proptest::collection::btree_map("[ab]{1,2}(/[ab][ab.]?){0,2}", 0usize..400, 1..12),
-            budget in 120usize..900,
+            budget in 240usize..1_800,
         ) {
             let dir = tempfile::tempdir().unwrap();
             let root = dir.path().join("vault");
@@ -1120,7 +1133,7 @@ mod tests {
             let mut expected_too_large = Vec::new();
             for path in &written {
                 if vault.exists(path).unwrap() {
-                    let size = NoteEntryEncoder.encode(&vault, path, usize::MAX).unwrap().len();
+                    let size = wire_cost(&NoteEntryEncoder.encode(&vault, path, usize::MAX).unwrap());
                     if size <= budget { expected_fit.push(path.as_str().to_owned()) } else { expected_too_large.push(path.as_str().to_owned()) }
                 }
             }

@@ -13,8 +13,10 @@ use tc_gate::clock::{ManualClock, SeededEntropy};
 use tc_gate::cursor::{CURSOR_TTL_MS, CursorCodec};
 use tc_gate::keys::ServerSecret;
 use tc_vault::acl::ScopeRuleConfig;
-use tc_vault::paging_tools::{
-    LIST_NOTES, ListNotesArgs, PageLimits, PageOutput, PagingContext, PagingError, READ_NOTES,
+use tc_tools::paging::RESPONSE_FRAME_BYTES;
+use tc_tools::{PageLimits, wire_cost};
+use tc_notes::paging_tools::{
+    LIST_NOTES, ListNotesArgs, PageOutput, PagingContext, PagingError, READ_NOTES,
     ReadNotesArgs, list_notes, position_reserve, read_notes,
 };
 use tc_vault::{Acl, AclConfig, Scopes, Vault, content_hash};
@@ -73,13 +75,15 @@ impl Fixture {
         self.ctx_with(&self.acl, cap)
     }
 
-    fn ctx_with<'a>(&'a self, acl: &'a Acl, cap: usize) -> PagingContext<'a> {
+    /// A context whose pages hold about `json` bytes of result JSON: the governor cap that
+    /// leaves that much once the text copy and the frame are counted (`governor.measure`).
+    fn ctx_with<'a>(&'a self, acl: &'a Acl, json: usize) -> PagingContext<'a> {
         PagingContext {
             vault: &self.vault,
             acl,
             codec: &self.codec,
             clock: &self.clock,
-            limits: PageLimits::new(cap),
+            limits: PageLimits::new(json * 2 + RESPONSE_FRAME_BYTES),
         }
     }
 }
@@ -119,10 +123,10 @@ fn read_all(ctx: &PagingContext<'_>, caller: &str, args: &ReadNotesArgs) -> Vec<
     loop {
         let page = read_notes(ctx, caller, &Scopes::all(), &args).unwrap();
         assert!(
-            page.json.len() <= ctx.limits.page_cap(),
-            "page of {} bytes over the cap {}",
-            page.json.len(),
-            ctx.limits.page_cap()
+            wire_cost(page.json.as_bytes()) <= ctx.limits.page_budget(),
+            "page costing {} bytes as sent, over the budget {}",
+            wire_cost(page.json.as_bytes()),
+            ctx.limits.page_budget()
         );
         let json = parse(&page);
         pages.push(json);
@@ -238,7 +242,7 @@ fn a_paged_walk_returns_exactly_what_one_big_page_does() {
         &f.ctx(2_000),
         "alice",
         &ReadNotesArgs {
-            recursive: Some(false),
+            recursive: false,
             ..folder_args("projects/")
         },
     );
@@ -296,7 +300,7 @@ fn a_cursor_for_other_arguments_is_a_request_mismatch() {
         folder_args(""),
         folder_args("daily"),
         ReadNotesArgs {
-            recursive: Some(false),
+            recursive: false,
             ..folder_args("projects")
         },
         paths_args(&["projects/note-01.md"]),
@@ -314,13 +318,10 @@ fn a_cursor_for_other_arguments_is_a_request_mismatch() {
     // named) is the same request.
     for same in [
         ReadNotesArgs {
-            recursive: Some(true),
+            recursive: true,
             ..folder_args("projects/")
         },
-        ReadNotesArgs {
-            vault: Some("main".into()),
-            ..folder_args("./projects")
-        },
+        folder_args("./projects"),
     ] {
         assert!(
             read_notes(&ctx, "alice", &Scopes::all(), &with(same.clone())).is_ok(),
@@ -342,7 +343,7 @@ fn a_cursor_for_other_arguments_is_a_request_mismatch() {
         "alice",
         &Scopes::all(),
         &ListNotesArgs {
-            folder: Some("projects".into()),
+            folder: "projects".into(),
             cursor: Some(list_cursor),
             ..ListNotesArgs::default()
         },
@@ -655,37 +656,24 @@ fn paths_and_folder_both_or_neither_are_validation_errors() {
     let refused =
         read_notes(&ctx, "alice", &Scopes::all(), &paths_args(&["a.md", &long])).unwrap_err();
     assert_eq!(refused.details()["errors"][0]["pointer"], "/paths/1");
-    let other_vault = ReadNotesArgs {
-        vault: Some("other".into()),
-        ..folder_args("")
-    };
-    assert_eq!(
-        read_notes(&ctx, "alice", &Scopes::all(), &other_vault)
-            .unwrap_err()
-            .code(),
-        "validation_error"
-    );
-    // Arguments from JSON: unknown keys and wrong types are validation errors too.
-    assert_eq!(
-        ReadNotesArgs::from_value(&json!({"folder": "", "depth": 2}))
-            .unwrap_err()
-            .code(),
-        "validation_error"
-    );
-    assert_eq!(
-        ReadNotesArgs::from_value(&json!({"paths": "a.md"}))
-            .unwrap_err()
-            .code(),
-        "validation_error"
-    );
-    assert_eq!(
-        ReadNotesArgs::from_value(&json!({"folder": "x", "recursive": false, "cursor": null}))
-            .unwrap(),
-        ReadNotesArgs {
-            recursive: Some(false),
-            ..folder_args("x")
-        }
-    );
+    // Arguments from JSON, as the registry takes them: unknown keys and wrong types are
+    // validation errors too, and both sources or neither are refused before any page.
+    let registry = tc_notes::registry().unwrap();
+    let def = registry.get(READ_NOTES).unwrap();
+    for bad in [
+        json!({"folder": "", "depth": 2}),
+        json!({"paths": "a.md"}),
+        json!({"paths": []}),
+        json!({"paths": ["a.md"], "folder": ""}),
+        json!({}),
+    ] {
+        let refused = def.parse_args(&bad).unwrap_err();
+        assert_eq!(refused.code, tc_tools::ErrorCode::ValidationError, "{bad}");
+    }
+    let parsed = def
+        .parse_args(&json!({"folder": "x", "recursive": false, "cursor": null}))
+        .unwrap();
+    assert_eq!(parsed.canonical, json!({"folder": "x", "recursive": false}));
 }
 
 #[test]
@@ -706,7 +694,7 @@ fn a_hostile_or_missing_folder_refuses_the_call() {
             "alice",
             &Scopes::all(),
             &ListNotesArgs {
-                folder: Some(folder.into()),
+                folder: folder.into(),
                 ..ListNotesArgs::default()
             },
         )
@@ -752,8 +740,8 @@ fn list_notes_pages_paths_and_sizes() {
         "alice",
         &Scopes::all(),
         &ListNotesArgs {
-            folder: Some("projects".into()),
-            recursive: Some(false),
+            folder: "projects".into(),
+            recursive: false,
             ..ListNotesArgs::default()
         },
     )
@@ -763,19 +751,23 @@ fn list_notes_pages_paths_and_sizes() {
     assert!(flat.iter().all(|p| p.starts_with("projects/note-")));
 }
 
+// r[verify governor.measure]
 #[test]
-fn the_envelope_allowance_is_left_free() {
+fn the_response_frame_is_left_free_and_pages_count_the_text_copy() {
     let f = varied_vault();
-    let ctx = PagingContext {
-        limits: PageLimits {
-            max_response_bytes: 3_000,
-            envelope_allowance: 1_000,
-        },
-        ..f.ctx(3_000)
-    };
-    assert_eq!(ctx.limits.page_cap(), 2_000);
+    let ctx = f.ctx(3_000);
+    let cap = ctx.limits.max_response_bytes;
+    assert_eq!(ctx.limits.page_budget(), cap - RESPONSE_FRAME_BYTES);
     let pages = read_all(&ctx, "alice", &folder_args(""));
     assert_eq!(all_notes(&pages).len(), 45);
+    // Each page as sent: the JSON, the text copy escaped (its quotes are in the frame), and
+    // the frame, within the cap.
+    for page in &pages {
+        let text = page.to_string();
+        let copy = serde_json::to_string(&text).unwrap().len() - 2;
+        let sent = text.len() + copy + RESPONSE_FRAME_BYTES;
+        assert!(sent <= cap, "a page of {sent} bytes as sent, over {cap}");
+    }
 }
 
 /// Paths longer than the cursor room every page reserves end the page before them, so

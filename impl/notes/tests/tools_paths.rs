@@ -3,7 +3,7 @@
 mod tools_support;
 
 use serde_json::{Value, json};
-use tc_vault::tools::ErrorCode;
+use tc_tools::ErrorCode;
 use tools_support::{Fx, HOSTILE};
 
 fn calls(bad: &str) -> Vec<(&'static str, Value)> {

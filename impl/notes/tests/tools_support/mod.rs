@@ -13,13 +13,12 @@ use tc_gate::keys::{KeyPurpose, ServerSecret};
 use tc_gate::{CallBinding, Gate, GateConfig, Store};
 use tc_vault::acl::{AclConfig, Scopes};
 use tc_vault::conventions::ConventionConfig;
-use tc_vault::paging_tools::PageLimits;
-use tc_vault::pipeline::{Approval, CancellationFlag, Pipeline};
-use tc_vault::tools::{
-    CallerContext, ErrorCode, PagingSetup, Registry, ToolError, VaultBinding, WikiSealer,
-    seal_dir_for,
+use tc_tools::{
+    Approval, CallControl, CallerContext, ErrorCode, PageLimits, PagingSetup, Pipeline, Registry,
+    ToolError, VaultBinding,
 };
 use tc_vault::vault::{Vault, snapshot_dir_for};
+use tc_vault::{WikiSealer, seal_dir_for};
 
 /// 2026-11-30T12:00:00Z.
 pub const NOW_MS: i64 = 1_796_040_000_000;
@@ -141,7 +140,7 @@ impl Fx {
             .execute(
                 &prepared,
                 prepared.token_approval(),
-                &CancellationFlag::new(),
+                &CallControl::default(),
             )
             .map(|out| out.to_value())
     }
@@ -223,7 +222,7 @@ fn build_pipeline(
 ) -> Pipeline {
     let binding = build_binding(dir, root, clock, secret, acl, conventions);
     Pipeline::new(
-        Registry::standard().unwrap(),
+        tc_notes::registry().unwrap(),
         [binding],
         gate.clone(),
         Arc::new(clock.clone()),

@@ -1,6 +1,6 @@
 //! The `read_notes` and `list_notes` tools: one page per call, under the governor's cap,
 //! with a signed cursor to the next (spec `paging.*`, `tools.read-notes`,
-//! `tools.list-notes`; CONTRACT.md §3, §5; issue 4 item 5; seed: "read_notes is the
+//! `tools.list-notes`; CONTRACT.md §3, §5; seed: "read_notes is the
 //! exception to that refusal: it stays under the cap by paging").
 //!
 //! # The contract with the registry and the server
@@ -9,15 +9,14 @@
 //! result object**, serialized once:
 //! `{"vault":…,"notes":[…],"errors":[{path,code,message,details?}],"next_cursor":…|null}`
 //! (`read_notes` notes are `{path, content, frontmatter, content_hash}`; `list_notes` notes
-//! are `{path, size}`). The server puts exactly these bytes in the response
-//! (`structuredContent` and the text block) without serializing the notes again, and the
-//! governor stage admits them by length (`Governor::admit_serialized`). Their length never
-//! exceeds [`PageLimits::page_cap`] = `max_response_bytes − envelope_allowance`: the
-//! governor judges the result object alone (spec `governor.measure`), so the default
-//! allowance is [`DEFAULT_ENVELOPE_ALLOWANCE`] = 0; a server that counts some wrapper of
-//! its own against the cap sets that wrapper's size there. (One exception, for a cap too
-//! small to be useful: a page's first `errors` entry is emitted even if it alone is over the
-//! budget, so the walk still advances; the governor then judges that page.)
+//! are `{path, size}`). The server puts exactly these bytes in the text block, and the same
+//! object in `structuredContent`, without serializing the notes again; the governor admits
+//! them by their cost as sent (spec `governor.measure`). A page is sized so that cost, the
+//! JSON twice with the text copy's escapes plus the response frame, stays within
+//! `governor.maxResponseBytes`: its [`wire_cost`] never exceeds
+//! [`PageLimits::page_budget`]. (One exception, for a cap too small to be useful: a page's
+//! first `errors` entry is emitted even if it alone is over the budget, so the walk still
+//! advances; the governor then judges that page.)
 //!
 //! A refusal of the whole call is a [`PagingError`] whose [`code`](PagingError::code),
 //! [`details`](PagingError::details) and message fill the error envelope: a bad cursor is
@@ -57,28 +56,25 @@ use std::fmt;
 use std::fs::{self, File};
 use std::io::{self, Read};
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tc_gate::clock::Clock;
 use tc_gate::cursor::{CursorClaims, CursorCodec, CursorError, request_digest};
-
-use crate::acl::{Acl, Scopes};
-use crate::error::{VaultError, VaultResult};
-use crate::note::frontmatter_json;
-use crate::path::{FolderPath, MAX_PATH_BYTES, VaultPath};
-use crate::vault::{Vault, content_hash};
-use crate::walk::{
+use tc_tools::{PageLimits, wire_cost};
+use tc_vault::acl::{Acl, Scopes};
+use tc_vault::error::{VaultError, VaultResult};
+use tc_vault::note::frontmatter_json;
+use tc_vault::path::{FolderPath, MAX_PATH_BYTES, VaultPath};
+use tc_vault::vault::{Vault, content_hash};
+use tc_vault::walk::{
     Candidate, DeniedPolicy, EntryEncoder, ListEntryEncoder, NoteEntryEncoder, Page, PageRequest,
-    Walk, WalkFilter, envelope_overhead, fill_page, walk_candidates,
+    Walk, WalkFilter, envelope_overhead, fill_page, note_room, walk_candidates,
 };
 
 /// The tool names, as bound into their cursors.
 pub const READ_NOTES: &str = "read_notes";
 pub const LIST_NOTES: &str = "list_notes";
-
-/// Bytes of the page cap left for a wrapper the server counts against the cap (none: the
-/// governor measures the result object alone).
-pub const DEFAULT_ENVELOPE_ALLOWANCE: usize = 0;
 
 /// A page reserves cursor room for a position of 1/64 of its cap (at most the longest path,
 /// 4,096 bytes, which a 256 KiB cap already reaches): about 2% of a small page, and no cut
@@ -89,31 +85,6 @@ pub const POSITION_RESERVE_DIVISOR: usize = 64;
 /// The position length a page with this cap reserves cursor room for.
 pub fn position_reserve(page_cap: usize) -> usize {
     (page_cap / POSITION_RESERVE_DIVISOR).min(MAX_PATH_BYTES)
-}
-
-/// The size limits of one page.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PageLimits {
-    /// `governor.maxResponseBytes`.
-    pub max_response_bytes: usize,
-    /// Bytes of the cap the server needs for a wrapper of its own around the result object.
-    pub envelope_allowance: usize,
-}
-
-impl PageLimits {
-    /// The limits for a governor cap, with [`DEFAULT_ENVELOPE_ALLOWANCE`].
-    pub fn new(max_response_bytes: usize) -> Self {
-        PageLimits {
-            max_response_bytes,
-            envelope_allowance: DEFAULT_ENVELOPE_ALLOWANCE,
-        }
-    }
-
-    /// The most bytes a page's `json` may have.
-    pub fn page_cap(&self) -> usize {
-        self.max_response_bytes
-            .saturating_sub(self.envelope_allowance)
-    }
 }
 
 /// What a page is made with: the served vault, its ACL, the cursor key, the time, the cap.
@@ -127,57 +98,95 @@ pub struct PagingContext<'a> {
     pub limits: PageLimits,
 }
 
-/// `read_notes` arguments (CONTRACT.md §3): exactly one of `paths` and `folder`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+fn yes() -> bool {
+    true
+}
+
+/// `read_notes` arguments (CONTRACT.md §3): exactly one of `paths` and `folder`, said in
+/// both descriptions and checked by [`ReadNotesArgs::check`] (not by a top-level `oneOf`,
+/// which several MCP clients refuse in a tool's input schema).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReadNotesArgs {
-    /// The vault id; the registry resolves it, this only checks it names the served vault.
-    #[serde(default)]
-    pub vault: Option<String>,
-    #[serde(default)]
+    /// Vault-relative note paths, read in this order. Give exactly one of paths and folder.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1), inner(length(max = 4096)))]
     pub paths: Option<Vec<String>>,
-    #[serde(default)]
+    /// Read every note under this folder ("" = the vault root), in sorted path order. Give
+    /// exactly one of paths and folder.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 4096))]
     pub folder: Option<String>,
-    /// Folder walks only; default true.
-    #[serde(default)]
-    pub recursive: Option<bool>,
-    #[serde(default)]
+    /// With folder: include subfolders.
+    #[serde(default = "yes")]
+    pub recursive: bool,
+    /// The next_cursor of the previous page; repeat the same request with it until
+    /// next_cursor is null.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cursor: Option<String>,
 }
 
-/// `list_notes` arguments (CONTRACT.md §3): `folder` (the root when absent), `recursive`
-/// (default true), `cursor`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ListNotesArgs {
-    #[serde(default)]
-    pub vault: Option<String>,
-    #[serde(default)]
-    pub folder: Option<String>,
-    #[serde(default)]
-    pub recursive: Option<bool>,
-    #[serde(default)]
-    pub cursor: Option<String>,
-}
-
-impl ReadNotesArgs {
-    /// Arguments from a `tools/call`'s JSON; a shape error is `validation_error`.
-    pub fn from_value(args: &Value) -> Result<Self, PagingError> {
-        Self::deserialize(args).map_err(|e| PagingError::validation("", e.to_string()))
+impl Default for ReadNotesArgs {
+    fn default() -> Self {
+        ReadNotesArgs {
+            paths: None,
+            folder: None,
+            recursive: true,
+            cursor: None,
+        }
     }
 }
 
-impl ListNotesArgs {
-    /// Arguments from a `tools/call`'s JSON; a shape error is `validation_error`.
-    pub fn from_value(args: &Value) -> Result<Self, PagingError> {
-        Self::deserialize(args).map_err(|e| PagingError::validation("", e.to_string()))
+impl ReadNotesArgs {
+    // r[impl paging.one-source]
+    /// "Exactly one of `paths` and `folder`", which a flat schema cannot state.
+    pub fn check(&self) -> Result<(), PagingError> {
+        match (&self.paths, &self.folder) {
+            (Some(_), Some(_)) => Err(PagingError::validation(
+                "/",
+                "give exactly one of `paths` and `folder`, not both",
+            )),
+            (None, None) => Err(PagingError::validation(
+                "/",
+                "give exactly one of `paths` (an array of note paths) and `folder`",
+            )),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// `list_notes` arguments (CONTRACT.md §3).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListNotesArgs {
+    /// Folder to list ("" = the vault root).
+    #[serde(default)]
+    #[schemars(length(max = 4096))]
+    pub folder: String,
+    /// Include subfolders.
+    #[serde(default = "yes")]
+    pub recursive: bool,
+    /// The next_cursor of the previous page; repeat the same request with it until
+    /// next_cursor is null.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<String>,
+}
+
+impl Default for ListNotesArgs {
+    fn default() -> Self {
+        ListNotesArgs {
+            folder: String::new(),
+            recursive: true,
+            cursor: None,
+        }
     }
 }
 
 /// One page, ready to send.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PageOutput {
-    /// The result object's JSON, final (see the module docs); at most `page_cap` bytes.
+    /// The result object's JSON, final (see the module docs); its [`wire_cost`] is within
+    /// [`PageLimits::page_budget`].
     pub json: String,
     /// The cursor in `json`, `None` on the last page.
     pub next_cursor: Option<String>,
@@ -240,46 +249,6 @@ impl PagingError {
     }
 }
 
-/// The input schema of `read_notes` (spec `tools.schema`). "Exactly one of `paths` and
-/// `folder`" is said in the descriptions and enforced by [`read_notes`], not by a top-level
-/// `oneOf`, which several MCP clients refuse in a tool's input schema.
-pub fn read_notes_input_schema() -> Value {
-    json!({
-        "type": "object",
-        "properties": {
-            "vault": {"type": "string", "description": "Vault id; optional when one vault is served."},
-            "paths": {
-                "type": "array",
-                "items": {"type": "string", "maxLength": MAX_PATH_BYTES},
-                "minItems": 1,
-                "description": "Vault-relative note paths, read in this order. Give either paths or folder."
-            },
-            "folder": {
-                "type": "string",
-                "maxLength": MAX_PATH_BYTES,
-                "description": "Read every note under this folder (\"\" = the vault root), in sorted path order. Give either paths or folder."
-            },
-            "recursive": {"type": "boolean", "default": true, "description": "With folder: include subfolders."},
-            "cursor": {"type": "string", "description": "The next_cursor of the previous page; repeat the same request with it until next_cursor is null."}
-        },
-        "additionalProperties": false
-    })
-}
-
-/// The input schema of `list_notes` (spec `tools.schema`).
-pub fn list_notes_input_schema() -> Value {
-    json!({
-        "type": "object",
-        "properties": {
-            "vault": {"type": "string", "description": "Vault id; optional when one vault is served."},
-            "folder": {"type": "string", "default": "", "maxLength": MAX_PATH_BYTES, "description": "Folder to list (\"\" = the vault root)."},
-            "recursive": {"type": "boolean", "default": true, "description": "Include subfolders."},
-            "cursor": {"type": "string", "description": "The next_cursor of the previous page; repeat the same request with it until next_cursor is null."}
-        },
-        "additionalProperties": false
-    })
-}
-
 /// Where the notes of a request come from.
 enum Source<'a> {
     Paths(&'a [String]),
@@ -295,21 +264,9 @@ pub fn read_notes(
     scopes: &Scopes,
     args: &ReadNotesArgs,
 ) -> Result<PageOutput, PagingError> {
-    check_vault(ctx, args.vault.as_deref())?;
+    args.check()?;
     let source = match (&args.paths, &args.folder) {
-        (Some(_), Some(_)) => {
-            return Err(PagingError::validation(
-                "",
-                "give exactly one of `paths` and `folder`, not both",
-            ));
-        }
-        (None, None) => {
-            return Err(PagingError::validation(
-                "",
-                "give exactly one of `paths` (an array of note paths) and `folder`",
-            ));
-        }
-        (Some(paths), None) => {
+        (Some(paths), _) => {
             if paths.is_empty() {
                 return Err(PagingError::validation(
                     "/paths",
@@ -324,9 +281,9 @@ pub fn read_notes(
             }
             Source::Paths(paths)
         }
-        (None, Some(folder)) => Source::Folder {
-            folder: parse_folder(folder)?,
-            recursive: args.recursive.unwrap_or(true),
+        (None, folder) => Source::Folder {
+            folder: parse_folder(folder.as_deref().unwrap_or_default())?,
+            recursive: args.recursive,
         },
     };
     let cursor = args.cursor.as_deref();
@@ -361,10 +318,9 @@ pub fn list_notes(
     scopes: &Scopes,
     args: &ListNotesArgs,
 ) -> Result<PageOutput, PagingError> {
-    check_vault(ctx, args.vault.as_deref())?;
     let source = Source::Folder {
-        folder: parse_folder(args.folder.as_deref().unwrap_or(""))?,
-        recursive: args.recursive.unwrap_or(true),
+        folder: parse_folder(&args.folder)?,
+        recursive: args.recursive,
     };
     page(
         ctx,
@@ -375,19 +331,6 @@ pub fn list_notes(
         args.cursor.as_deref(),
         &mut ListEntryEncoder,
     )
-}
-
-fn check_vault(ctx: &PagingContext<'_>, vault: Option<&str>) -> Result<(), PagingError> {
-    match vault {
-        Some(id) if id != ctx.vault.id() => Err(PagingError::validation(
-            "/vault",
-            format!(
-                "this call is served by vault {:?}, not {id:?}",
-                ctx.vault.id()
-            ),
-        )),
-        _ => Ok(()),
-    }
 }
 
 fn parse_folder(raw: &str) -> Result<FolderPath, PagingError> {
@@ -446,7 +389,7 @@ fn page<E: EntryEncoder>(
         let cursor_len = seal(&"x".repeat(position_len))?.len();
         Ok(ctx
             .limits
-            .page_cap()
+            .page_budget()
             .saturating_sub(envelope_overhead(vault_id, cursor_len)))
     };
     let request = |budget| PageRequest {
@@ -496,7 +439,7 @@ fn page<E: EntryEncoder>(
                 FolderCandidates::new(walk_candidates(walk), ctx.acl, scopes, usize::MAX);
             let reserve = candidates
                 .first_position_len()
-                .map_or(0, |len| len.max(position_reserve(ctx.limits.page_cap())));
+                .map_or(0, |len| len.max(position_reserve(ctx.limits.page_budget())));
             candidates.max_position_len = reserve;
             let budget = budget_for(reserve)?;
             let mut page = fill_page(&request(budget), &mut candidates, encoder);
@@ -592,32 +535,33 @@ struct NoteEntry<'a> {
 
 impl EntryEncoder for WalkedNoteEncoder {
     fn encode(&mut self, vault: &Vault, path: &VaultPath, budget: usize) -> VaultResult<Vec<u8>> {
+        let room = note_room(budget);
         let too_large = |size: u64| VaultError::TooLarge {
             path: path.as_str().to_owned(),
             size,
-            limit: budget as u64,
+            limit: room as u64,
         };
         let location = vault.root().join(path);
         let meta = match fs::symlink_metadata(&location) {
             Ok(meta) if meta.file_type().is_file() => meta,
             _ => return NoteEntryEncoder.encode(vault, path, budget),
         };
-        // The entry is never smaller than the note: refuse from the size alone, unread.
-        if meta.len() > budget as u64 {
+        // The entry costs at least twice the note: refuse from the size alone, unread.
+        if meta.len() > room as u64 {
             return Err(too_large(meta.len()));
         }
         let Ok(file) = File::open(&location) else {
             return NoteEntryEncoder.encode(vault, path, budget);
         };
         let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
-        file.take(budget as u64 + 1)
+        file.take(room as u64 + 1)
             .read_to_end(&mut bytes)
             .map_err(|e| VaultError::Io {
                 path: path.as_str().to_owned(),
                 op: "read",
                 source: e,
             })?;
-        if bytes.len() > budget {
+        if bytes.len() > room {
             return Err(too_large(bytes.len() as u64));
         }
         let hash = content_hash(&bytes);
@@ -636,8 +580,8 @@ impl EntryEncoder for WalkedNoteEncoder {
             op: "encode",
             source: io::Error::other(e),
         })?;
-        if encoded.len() > budget {
-            return Err(too_large(encoded.len() as u64));
+        if wire_cost(&encoded) > budget {
+            return Err(too_large(bytes.len() as u64));
         }
         Ok(encoded)
     }

@@ -5,7 +5,7 @@ mod tools_support;
 
 use serde_json::json;
 use tc_vault::conventions::ConventionConfig;
-use tc_vault::tools::ErrorCode;
+use tc_tools::ErrorCode;
 use tools_support::{Fx, Scenario, code, deny_write_all, forbid_all, with_token};
 
 // ---------------------------------------------------------------- write_note
@@ -471,24 +471,24 @@ fn a_new_server_secret_makes_sealed_pages_read_as_edited() {
     let one = tc_gate::keys::ServerSecret::ephemeral(&tc_gate::clock::SeededEntropy::new(1));
     let two = tc_gate::keys::ServerSecret::ephemeral(&tc_gate::clock::SeededEntropy::new(2));
     let key = tc_gate::keys::KeyPurpose::WikiSeal;
-    let sealer = tc_vault::tools::WikiSealer::new(&one.derive(key), dir.path());
+    let sealer = tc_vault::WikiSealer::new(&one.derive(key), dir.path());
     sealer.store(&path, b"page").unwrap();
     assert!(matches!(
         sealer.state(&path, Some(b"page")).unwrap(),
-        tc_vault::tools::SealState::Sealed { .. }
+        tc_vault::SealState::Sealed { .. }
     ));
     assert_eq!(
         sealer.state(&path, Some(b"page!")).unwrap(),
-        tc_vault::tools::SealState::Edited
+        tc_vault::SealState::Edited
     );
-    let rekeyed = tc_vault::tools::WikiSealer::new(&two.derive(key), dir.path());
+    let rekeyed = tc_vault::WikiSealer::new(&two.derive(key), dir.path());
     assert_eq!(
         rekeyed.state(&path, Some(b"page")).unwrap(),
-        tc_vault::tools::SealState::Edited
+        tc_vault::SealState::Edited
     );
     assert_eq!(
         sealer.state(&path, None).unwrap(),
-        tc_vault::tools::SealState::Absent
+        tc_vault::SealState::Absent
     );
 }
 

@@ -28,21 +28,20 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde_json::{Value, json};
-use tc_gate::args_hash::{ELICIT_TOKEN_KEY, args_hash};
+use tc_gate::args_hash::args_hash;
 use tc_gate::clock::Clock;
 use tc_gate::{
     BuiltinVerifier, CallBinding, Gate, InHandlerNoEffect, NoEffect, NonTokenRoute, RaisedRequest,
     RedeemError, ReleaseOutcome, SpentReason, StateFp, Verifier, fingerprint_custom,
 };
 
-use crate::tools::schema::validate_and_fill;
-use crate::tools::{
-    CallerContext, ErrorCode, HandlerFailure, PagingSetup, Precheck, Registry, TargetState, ToolCx,
-    ToolDef, ToolError, VaultBinding,
-};
+use crate::context::{CallControl, CallerContext, ToolCx, VaultBinding};
+use crate::error::{ErrorCode, ToolError};
+use crate::paging::PagingSetup;
+use crate::registry::{ParsedArgs, Registry, ToolDef};
+use crate::tool::{HandlerFailure, Precheck, TargetState, ToolOutput};
 
 /// How the call arrived approved, if at all.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,25 +61,7 @@ pub enum Approval {
     },
 }
 
-/// Set when the client cancels the call; checked right before the handler is entered.
-#[derive(Debug, Clone, Default)]
-pub struct CancellationFlag(Arc<AtomicBool>);
 
-impl CancellationFlag {
-    pub fn new() -> Self {
-        CancellationFlag::default()
-    }
-
-    pub fn cancel(&self) {
-        self.0.store(true, Ordering::SeqCst);
-    }
-
-    pub fn is_cancelled(&self) -> bool {
-        self.0.load(Ordering::SeqCst)
-    }
-}
-
-pub use crate::tools::ToolOutput;
 
 /// A call that passed every stage up to the confirmation gate.
 #[derive(Clone)]
@@ -88,8 +69,7 @@ pub struct Prepared {
     def: Arc<ToolDef>,
     binding: Arc<VaultBinding>,
     caller: CallerContext,
-    args: Value,
-    elicit_token: Option<String>,
+    args: ParsedArgs,
     args_hash: String,
     precheck: Precheck,
     state: TargetState,
@@ -106,7 +86,7 @@ impl fmt::Debug for Prepared {
             .field("state_fp", &self.state.fp)
             .field(
                 "elicit_token",
-                &self.elicit_token.as_ref().map(|_| "<redacted>"),
+                &self.args.elicit_token.as_ref().map(|_| "<redacted>"),
             )
             .finish_non_exhaustive()
     }
@@ -132,12 +112,12 @@ impl Prepared {
     /// The validated, default-filled arguments (with `vault` filled, without
     /// `elicit_token`): what `args_hash` hashes.
     pub fn args(&self) -> &Value {
-        &self.args
+        &self.args.canonical
     }
 
     /// The `elicit_token` the call carried, if any.
     pub fn elicit_token(&self) -> Option<&str> {
-        self.elicit_token.as_deref()
+        self.args.elicit_token.as_deref()
     }
 
     pub fn args_hash(&self) -> &str {
@@ -156,7 +136,7 @@ impl Prepared {
 
     /// The approval the call's own arguments bring: its `elicit_token`, else none.
     pub fn token_approval(&self) -> Approval {
-        match &self.elicit_token {
+        match &self.args.elicit_token {
             Some(token) => Approval::CliToken(token.clone()),
             None => Approval::None,
         }
@@ -260,57 +240,55 @@ impl Pipeline {
         self.vaults.get(id).map(Arc::as_ref)
     }
 
-    fn cx<'a>(&'a self, binding: &'a VaultBinding, caller: &'a CallerContext) -> ToolCx<'a> {
+    fn cx<'a>(
+        &'a self,
+        binding: &'a VaultBinding,
+        caller: &'a CallerContext,
+        control: &'a CallControl,
+    ) -> ToolCx<'a> {
         ToolCx {
             binding,
             caller,
             clock: self.clock.as_ref(),
             paging: &self.paging,
+            control,
         }
     }
 
-    // r[impl dispatch.order]
-    /// The stages up to the confirmation gate's decision (see the module documentation).
+    /// [`Pipeline::prepare_with`] with no progress reporting and no cancellation.
     pub fn prepare(
         &self,
         caller: &CallerContext,
         tool: &str,
         raw_args: &Value,
     ) -> Result<Prepared, ToolError> {
+        self.prepare_with(caller, tool, raw_args, &CallControl::default())
+    }
+
+    // r[impl dispatch.order]
+    /// The stages up to the confirmation gate's decision (see the module documentation).
+    pub fn prepare_with(
+        &self,
+        caller: &CallerContext,
+        tool: &str,
+        raw_args: &Value,
+        control: &CallControl,
+    ) -> Result<Prepared, ToolError> {
         let def = self.registry.get(tool).cloned().ok_or_else(|| {
             ToolError::new(ErrorCode::InvalidInput, format!("unknown tool {tool:?}"))
                 .with_details(json!({"reason": "unknown_tool", "tool": tool}))
         })?;
         // r[impl dispatch.schema]
-        let mut args = validate_and_fill(&def.input_schema, raw_args).map_err(|errors| {
-            let first = errors
-                .first()
-                .map(|e| format!("argument {}: {}", e.pointer, e.message))
-                .unwrap_or_default();
-            let list: Vec<Value> = errors
-                .iter()
-                .map(|e| json!({"pointer": e.pointer, "message": e.message}))
-                .collect();
-            ToolError::new(
-                ErrorCode::ValidationError,
-                format!("the arguments do not match the {tool} schema: {first}"),
-            )
-            .with_details(json!({"errors": list}))
-        })?;
+        let mut args = def.parse_args(raw_args)?;
         // r[impl dispatch.scopes]
-        if !caller.scopes.has(def.scope.as_str()) {
-            return Err(ToolError::missing_scope(def.scope.as_str(), tool));
+        if !caller.scopes.has(def.scope) {
+            return Err(ToolError::missing_scope(def.scope, tool));
         }
         // r[impl dispatch.vault]
-        let binding = self.bind_vault(caller, &args)?;
-        let elicit_token = match &mut args {
-            Value::Object(map) => {
-                map.insert("vault".into(), json!(binding.vault.id()));
-                map.remove(ELICIT_TOKEN_KEY)
-                    .and_then(|t| t.as_str().map(str::to_owned))
-            }
-            _ => None,
-        };
+        let binding = self.bind_vault(caller, args.vault.as_deref())?;
+        if let Value::Object(map) = &mut args.canonical {
+            map.insert("vault".into(), json!(binding.vault.id()));
+        }
         // r[impl dispatch.read-only]
         if def.changes_notes && binding.read_only {
             return Err(ToolError::new(
@@ -324,13 +302,13 @@ impl Pipeline {
                 json!({"vault": binding.vault.id(), "access": "write", "reason": "read_only"}),
             ));
         }
-        let cx = self.cx(&binding, caller);
+        let cx = self.cx(&binding, caller, control);
         // r[impl dispatch.precheck]
-        let precheck = def.handler.precheck(&cx, &args)?;
+        let precheck = def.tool.precheck(&cx, &args.typed)?;
         // r[impl dispatch.gate]
-        let hash = args_hash(tool, &args).as_str().to_owned();
+        let hash = args_hash(tool, &args.canonical).as_str().to_owned();
         let state = if def.gated {
-            def.handler.state_after_precheck(&cx, &args, &precheck)?
+            def.tool.state_after_precheck(&cx, &args.typed, &precheck)?
         } else {
             TargetState::default()
         };
@@ -339,7 +317,6 @@ impl Pipeline {
             binding: Arc::clone(&binding),
             caller: caller.clone(),
             args,
-            elicit_token,
             args_hash: hash,
             precheck,
             state,
@@ -349,9 +326,9 @@ impl Pipeline {
     fn bind_vault(
         &self,
         caller: &CallerContext,
-        args: &Value,
+        named: Option<&str>,
     ) -> Result<Arc<VaultBinding>, ToolError> {
-        let binding = match args.get("vault").and_then(Value::as_str) {
+        let binding = match named {
             Some(id) => self.vaults.get(id).cloned().ok_or_else(|| {
                 ToolError::validation("/vault", format!("{id:?} is not a configured vault"))
             })?,
@@ -402,12 +379,30 @@ impl Pipeline {
         command
     }
 
+    // r[impl tools.summary]
+    /// The summary the human approves for `prepared`, rendered (bounded and escaped).
+    pub fn summary(&self, prepared: &Prepared) -> String {
+        let control = CallControl::default();
+        let cx = self.cx(&prepared.binding, &prepared.caller, &control);
+        prepared
+            .def
+            .tool
+            .summary(&cx, &prepared.args.typed, &prepared.precheck, &prepared.state)
+            .render(
+                prepared.tool(),
+                prepared.vault_id(),
+                &prepared.caller.id,
+                prepared.args_hash(),
+            )
+    }
+
     // r[impl gate.raise.record]
-    /// Records the raised request for `prepared` (whether the server answers
-    /// `elicit_required` or a round trip: spec `gate.raise.any-answer`).
+    /// Records the raised request for `prepared`, with its summary (whether the server
+    /// answers `elicit_required` or a round trip: spec `gate.raise.any-answer`).
     pub fn raise(&self, prepared: &Prepared) -> Result<RaisedRequest, ToolError> {
+        let summary = self.summary(prepared);
         self.gate
-            .raise(&prepared.call(), prepared.state_fp())
+            .raise_with_summary(&prepared.call(), prepared.state_fp(), &summary)
             .map_err(|_| ToolError::internal("recording the confirmation request"))
     }
 
@@ -527,21 +522,23 @@ impl Pipeline {
         &self,
         prepared: &Prepared,
         state: &TargetState,
+        control: &CallControl,
     ) -> Result<ToolOutput, HandlerFailure> {
-        let cx = self.cx(&prepared.binding, &prepared.caller);
+        let cx = self.cx(&prepared.binding, &prepared.caller, control);
         prepared
             .def
-            .handler
-            .run(&cx, &prepared.args, &prepared.precheck, state)
+            .tool
+            .run(&cx, &prepared.args.typed, &prepared.precheck, state)
     }
 
     /// The state now, for a drift check at redemption.
     fn fresh_state(&self, prepared: &Prepared) -> Result<TargetState, ToolError> {
-        let cx = self.cx(&prepared.binding, &prepared.caller);
+        let control = CallControl::default();
+        let cx = self.cx(&prepared.binding, &prepared.caller, &control);
         prepared
             .def
-            .handler
-            .state(&cx, &prepared.args, &prepared.precheck)
+            .tool
+            .state(&cx, &prepared.args.typed, &prepared.precheck)
     }
 
     /// The confirmation gate's outcome, the folder ACL and the handler (see the module
@@ -550,16 +547,16 @@ impl Pipeline {
         &self,
         prepared: &Prepared,
         approval: Approval,
-        cancel: &CancellationFlag,
+        control: &CallControl,
     ) -> Result<ToolOutput, ToolError> {
         // r[impl gate.token.unneeded]
         if !prepared.needs_confirmation() {
             Self::check_acl(prepared)?;
-            if cancel.is_cancelled() {
+            if control.cancel.is_cancelled() {
                 return Err(Self::cancelled(prepared, None));
             }
             return self
-                .run_handler(prepared, &prepared.state)
+                .run_handler(prepared, &prepared.state, control)
                 .map_err(|failure| match failure {
                     HandlerFailure::ConventionBlockedBeforeWrite(b) => ToolError::convention(&b),
                     HandlerFailure::Failed(e) => e,
@@ -571,9 +568,9 @@ impl Pipeline {
                 let raised = self.raise(prepared)?;
                 Err(self.elicit_required(prepared, raised, None))
             }
-            Approval::CliToken(token) => self.execute_with_token(prepared, &token, cancel),
+            Approval::CliToken(token) => self.execute_with_token(prepared, &token, control),
             Approval::Verified { state_fp, route } => {
-                self.execute_verified(prepared, &state_fp, route, cancel)
+                self.execute_verified(prepared, &state_fp, route, control)
             }
         }
     }
@@ -584,21 +581,21 @@ impl Pipeline {
         prepared: &Prepared,
         approved: &StateFp,
         route: NonTokenRoute,
-        cancel: &CancellationFlag,
+        control: &CallControl,
     ) -> Result<ToolOutput, ToolError> {
         let state = self.fresh_state(prepared)?;
         if self.gate.check_drift(approved, &state.fp).is_err() {
             return Err(Self::replay_drift(prepared, false));
         }
         Self::check_acl(prepared)?;
-        if cancel.is_cancelled() {
+        if control.cancel.is_cancelled() {
             return Err(Self::cancelled(prepared, None));
         }
         // r[impl trip.consumed-event-per-run]
         self.gate
             .record_handler_run(&prepared.call(), route)
             .map_err(|_| ToolError::internal("recording the handler run"))?;
-        self.run_handler(prepared, &state)
+        self.run_handler(prepared, &state, control)
             .map_err(|failure| match failure {
                 HandlerFailure::ConventionBlockedBeforeWrite(b) => ToolError::convention(&b),
                 HandlerFailure::Failed(e) => e,
@@ -613,7 +610,7 @@ impl Pipeline {
         &self,
         prepared: &Prepared,
         token: &str,
-        cancel: &CancellationFlag,
+        control: &CallControl,
     ) -> Result<ToolOutput, ToolError> {
         let call = prepared.call();
         let mut fresh: Option<Result<TargetState, ToolError>> = None;
@@ -664,7 +661,7 @@ impl Pipeline {
             return Err(error.detail("token_released", json!(released)));
         }
         // r[impl release.cancel]
-        if cancel.is_cancelled() {
+        if control.cancel.is_cancelled() {
             let released = Self::released(
                 redemption.release(NoEffect::CancelledBeforeHandler, self.verifier.as_ref()),
             );
@@ -673,7 +670,7 @@ impl Pipeline {
         let run = redemption
             .enter_handler()
             .map_err(|_| ToolError::internal("recording the handler run"))?;
-        match self.run_handler(prepared, &state) {
+        match self.run_handler(prepared, &state, control) {
             Ok(output) => {
                 run.keep_spent(SpentReason::Completed);
                 Ok(output)

@@ -12,9 +12,9 @@ use std::fmt;
 use serde_json::{Map, Value, json};
 use tc_gate::RaisedRequest;
 
-use crate::acl::AclDenied;
-use crate::conventions::ConventionBlocked;
-use crate::error::VaultError;
+use tc_vault::acl::AclDenied;
+use tc_vault::conventions::ConventionBlocked;
+use tc_vault::error::VaultError;
 
 /// The closed set of failure codes (spec `results.codes`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -33,6 +33,20 @@ pub enum ErrorCode {
     Overflow,
     InvalidInput,
     InternalError,
+    // The subsystems' codes (CONTRACT §4).
+    EntityNotFound,
+    EntityHasRelations,
+    CaptureNotFound,
+    SessionNotFound,
+    CapabilityNotFound,
+    GitNoRepo,
+    GitHeadMoved,
+    OcrUnavailable,
+    ExecuteCommandDisabled,
+    CommandNotAllowlisted,
+    PluginUnreachable,
+    OperationTimeout,
+    EmbeddingsUnavailable,
 }
 
 impl ErrorCode {
@@ -52,6 +66,19 @@ impl ErrorCode {
             ErrorCode::Overflow => "overflow",
             ErrorCode::InvalidInput => "invalid_input",
             ErrorCode::InternalError => "internal_error",
+            ErrorCode::EntityNotFound => "entity_not_found",
+            ErrorCode::EntityHasRelations => "entity_has_relations",
+            ErrorCode::CaptureNotFound => "capture_not_found",
+            ErrorCode::SessionNotFound => "session_not_found",
+            ErrorCode::CapabilityNotFound => "capability_not_found",
+            ErrorCode::GitNoRepo => "git_no_repo",
+            ErrorCode::GitHeadMoved => "git_head_moved",
+            ErrorCode::OcrUnavailable => "ocr_unavailable",
+            ErrorCode::ExecuteCommandDisabled => "execute_command_disabled",
+            ErrorCode::CommandNotAllowlisted => "command_not_allowlisted",
+            ErrorCode::PluginUnreachable => "plugin_unreachable",
+            ErrorCode::OperationTimeout => "operation_timeout",
+            ErrorCode::EmbeddingsUnavailable => "embeddings_unavailable",
         }
     }
 
@@ -142,7 +169,7 @@ impl ToolError {
     }
 
     /// Adds one key to `details` (creating the object).
-    pub(crate) fn detail(mut self, key: &str, value: Value) -> Self {
+    pub fn detail(mut self, key: &str, value: Value) -> Self {
         let mut object = match self.details.take() {
             Some(Value::Object(object)) => object,
             _ => Map::new(),

@@ -2,55 +2,94 @@
 
 mod tools_support;
 
-use std::sync::Arc;
-
-use serde_json::{Value, json};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
 use tc_gate::ConfirmationTargets;
 use tc_gate::NonTokenRoute;
-use tc_vault::acl::{AclConfig, Scopes};
-use tc_vault::pipeline::{Approval, CancellationFlag};
-use tc_vault::tools::{
-    Annotations, CallerContext, ErrorCode, HandlerFailure, Precheck, Registry, RegistryBuildError,
-    RequiredScope, TargetState, ToolCx, ToolDef, ToolError, ToolHandler, ToolOutput,
+use tc_tools::{
+    Annotations, Approval, CallControl, CallerContext, CancellationFlag, ErrorCode, Gating,
+    HandlerFailure, Precheck, Registry, RegistryBuildError, TargetState, Tool, ToolCx, ToolDef,
+    ToolError, ToolSpec,
 };
+use tc_vault::acl::{AclConfig, Scopes};
 use tools_support::{Fx, caller, verified, with_token};
 
-#[derive(Debug)]
-struct Nothing;
+/// The arguments of the probe tools.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ProbeArgs {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    command: Option<String>,
+}
 
-impl ToolHandler for Nothing {
-    fn precheck(&self, _: &ToolCx<'_>, _: &Value) -> Result<Precheck, ToolError> {
-        Ok(Precheck::default())
+#[derive(Debug, Serialize, JsonSchema)]
+struct ProbeOutput {}
+
+/// A tool named `name`, gated as told; `fails` makes it a gated tool bound to "none" whose
+/// handler always fails after it was entered.
+#[derive(Debug)]
+struct Probe {
+    name: &'static str,
+    gated: bool,
+    confirmation: Option<ConfirmationTargets>,
+    fails: bool,
+}
+
+impl Tool for Probe {
+    type Args = ProbeArgs;
+    type Output = ProbeOutput;
+
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: self.name,
+            description: "test",
+            annotations: Annotations::writes(true, false),
+            scope: "write:notes",
+            changes_notes: true,
+            gating: Gating {
+                gated: self.gated,
+                confirmation: self.confirmation,
+                checks_confirmation_in_handler: false,
+            },
+        }
     }
+
+    fn precheck(&self, _: &ToolCx<'_>, _: &ProbeArgs) -> Result<Precheck, ToolError> {
+        Ok(Precheck {
+            needs_confirmation: self.fails,
+            ..Precheck::default()
+        })
+    }
+
+    fn state(&self, _: &ToolCx<'_>, _: &ProbeArgs, _: &Precheck) -> Result<TargetState, ToolError> {
+        Ok(TargetState::default())
+    }
+
     fn run(
         &self,
         _: &ToolCx<'_>,
-        _: &Value,
+        _: &ProbeArgs,
         _: &Precheck,
         _: &TargetState,
-    ) -> Result<ToolOutput, HandlerFailure> {
-        Ok(ToolOutput::from(json!({})))
+    ) -> Result<ProbeOutput, HandlerFailure> {
+        if self.fails {
+            return Err(HandlerFailure::Failed(ToolError::internal(
+                "talking to a companion plugin",
+            )));
+        }
+        Ok(ProbeOutput {})
     }
 }
 
-fn def(name: &str, gated: bool, confirmation: Option<ConfirmationTargets>) -> ToolDef {
-    ToolDef {
-        name: name.into(),
-        description: "test".into(),
-        input_schema: json!({"type": "object"}),
-        annotations: Annotations {
-            read_only_hint: false,
-            destructive_hint: true,
-            idempotent_hint: false,
-            open_world_hint: false,
-        },
-        scope: RequiredScope::WriteNotes,
-        changes_notes: true,
+fn def(name: &'static str, gated: bool, confirmation: Option<ConfirmationTargets>) -> ToolDef {
+    ToolDef::of(Probe {
+        name,
         gated,
         confirmation,
-        checks_confirmation_in_handler: false,
-        handler: Arc::new(Nothing),
-    }
+        fails: false,
+    })
+    .unwrap()
 }
 
 // r[verify drift.startup-refusal]
@@ -85,7 +124,7 @@ fn a_gated_tool_without_targets_is_refused_at_startup_by_name() {
 // r[verify tools.vault-arg]
 #[test]
 fn every_standard_gated_tool_declares_its_targets_and_takes_vault_and_token() {
-    let registry = Registry::standard().unwrap();
+    let registry = tc_notes::registry().unwrap();
     let names: Vec<&str> = registry.iter().map(|d| d.name.as_str()).collect();
     for tool in [
         "write_note",
@@ -113,7 +152,7 @@ fn every_standard_gated_tool_declares_its_targets_and_takes_vault_and_token() {
 // r[verify tools.annotations]
 #[test]
 fn tools_list_snapshot() {
-    let registry = Registry::standard().unwrap();
+    let registry = tc_notes::registry().unwrap();
     insta::assert_json_snapshot!("tools_list", registry.list());
     for def in registry.iter() {
         // Truthful: a tool that changes notes is never read-only, and every default the
@@ -323,7 +362,7 @@ fn no_approval_claim_skips_the_gate() {
         .unwrap();
     let error = fx
         .pipeline
-        .execute(&prepared, Approval::NotNeeded, &CancellationFlag::new())
+        .execute(&prepared, Approval::NotNeeded, &CallControl::default())
         .unwrap_err();
     assert_eq!(error.code, ErrorCode::ElicitRequired);
     assert!(fx.get("a.md").is_some());
@@ -414,7 +453,11 @@ fn a_cancellation_before_the_handler_gives_the_token_back() {
     cancel.cancel();
     let error = fx
         .pipeline
-        .execute(&prepared, prepared.token_approval(), &cancel)
+        .execute(
+            &prepared,
+            prepared.token_approval(),
+            &CallControl::with_cancel(cancel),
+        )
         .unwrap_err();
     assert_eq!(error.code, ErrorCode::InternalError);
     assert_eq!(error.details.as_ref().unwrap()["reason"], "cancelled");
@@ -444,7 +487,7 @@ fn a_verified_round_trip_is_drift_checked_and_records_one_run() {
     let second = fx.pipeline.prepare(&caller(), "write_note", &args).unwrap();
     let error = fx
         .pipeline
-        .execute(&second, verified(&approved), &CancellationFlag::new())
+        .execute(&second, verified(&approved), &CallControl::default())
         .unwrap_err();
     assert_eq!(error.code, ErrorCode::ReplayDrift);
     assert_eq!(fx.get("a.md").unwrap(), "changed");
@@ -459,7 +502,7 @@ fn a_verified_round_trip_is_drift_checked_and_records_one_run() {
                 state_fp: fp,
                 route: NonTokenRoute::LegacyShim,
             },
-            &CancellationFlag::new(),
+            &CallControl::default(),
         )
         .unwrap();
     assert_eq!(fx.get("a.md").unwrap(), "new");
@@ -526,33 +569,6 @@ fn only_drift_and_concurrent_modification_are_retryable() {
     }
 }
 
-/// A gated tool bound to "none" whose handler always fails after it was entered.
-#[derive(Debug)]
-struct Fails;
-
-impl ToolHandler for Fails {
-    fn precheck(&self, _: &ToolCx<'_>, _: &Value) -> Result<Precheck, ToolError> {
-        Ok(Precheck {
-            needs_confirmation: true,
-            ..Precheck::default()
-        })
-    }
-    fn state(&self, _: &ToolCx<'_>, _: &Value, _: &Precheck) -> Result<TargetState, ToolError> {
-        Ok(TargetState::default())
-    }
-    fn run(
-        &self,
-        _: &ToolCx<'_>,
-        _: &Value,
-        _: &Precheck,
-        _: &TargetState,
-    ) -> Result<ToolOutput, HandlerFailure> {
-        Err(HandlerFailure::Failed(ToolError::internal(
-            "talking to a companion plugin",
-        )))
-    }
-}
-
 // r[verify release.keeps-spent]
 // r[verify release.no-effect-only]
 // r[verify drift.none-empty]
@@ -561,9 +577,14 @@ impl ToolHandler for Fails {
 fn a_handler_error_keeps_the_token_spent_and_none_tools_bind_empty() {
     let mut fx = Fx::new();
     let mut registry = Registry::new();
-    let mut tool = def("execute_command", true, Some(ConfirmationTargets::None));
-    tool.handler = Arc::new(Fails);
-    registry.register(tool).unwrap();
+    registry
+        .add(Probe {
+            name: "execute_command",
+            gated: true,
+            confirmation: Some(ConfirmationTargets::None),
+            fails: true,
+        })
+        .unwrap();
     fx.use_registry(registry);
     let args = json!({"command": "x"});
     let refusal = fx.call("execute_command", args.clone()).unwrap_err();
@@ -648,7 +669,7 @@ fn each_stage_refuses_before_the_next_is_reached() {
 // r[verify cli.elicit.no-tool]
 #[test]
 fn tools_not_built_are_not_advertised_and_no_tool_mints() {
-    let registry = Registry::standard().unwrap();
+    let registry = tc_notes::registry().unwrap();
     for name in [
         "ocr_bulk",
         "git_commit",

@@ -5,8 +5,8 @@ mod tools_support;
 
 use serde_json::json;
 use tc_vault::acl::{AclConfig, Scopes};
-use tc_vault::pipeline::CancellationFlag;
-use tc_vault::tools::{CallerContext, ErrorCode};
+use tc_tools::CallControl;
+use tc_tools::{CallerContext, ErrorCode};
 use tools_support::{Fx, caller, code};
 
 // r[verify tools.read-notes]
@@ -26,11 +26,17 @@ fn read_notes_through_the_pipeline_pages_with_a_cursor() {
         .execute(
             &prepared,
             prepared.token_approval(),
-            &CancellationFlag::new(),
+            &CallControl::default(),
         )
         .unwrap();
-    // The page is serialized once, under the cap.
-    assert!(out.text().len() <= tools_support::PAGE_CAP);
+    // The page is serialized once, and costs no more than the cap as sent.
+    let tc_tools::ToolOutput::Serialized(text) = &out else {
+        panic!("a page leaves the tool serialized: {out:?}");
+    };
+    assert!(
+        tc_tools::wire_cost(text.as_bytes()) + tc_tools::paging::RESPONSE_FRAME_BYTES
+            <= tools_support::PAGE_CAP
+    );
     let mut page = out.to_value();
     let mut seen = page["notes"].as_array().unwrap().len();
     while let Some(cursor) = page["next_cursor"].as_str().map(str::to_owned) {

@@ -1,0 +1,110 @@
+//! What the note tools share: the checks before the gate (`prev_hash`, existence, the
+//! conventions preflight) and the guards in the handler that make a write apply to exactly
+//! the state its approval covers (spec/tools.md `tools.prev-hash`, `tools.not-found`;
+//! spec/release.md `release.preflight`).
+//!
+//! A write is guarded by the content hash observed for its target when the state was taken
+//! (`HashIs`, or create-only when the target was missing), so a note changed after the drift
+//! check is refused as `concurrent_modification`, never silently overwritten.
+
+use tc_tools::{HandlerFailure, TargetState, ToolCx, ToolError};
+use tc_vault::conventions::{ContentFacts, Prior, WriteIntent, WriteKind};
+use tc_vault::error::VaultError;
+use tc_vault::path::VaultPath;
+use tc_vault::vault::{NoteContent, Precondition};
+
+/// A note path argument.
+pub(crate) fn note(path: &str) -> Result<VaultPath, ToolError> {
+    Ok(VaultPath::parse_note(path)?)
+}
+
+pub(crate) fn not_found(path: &VaultPath) -> ToolError {
+    VaultError::NoteNotFound {
+        path: path.as_str().to_owned(),
+    }
+    .into()
+}
+
+pub(crate) fn exists_error(path: &VaultPath) -> ToolError {
+    VaultError::NoteExists {
+        path: path.as_str().to_owned(),
+    }
+    .into()
+}
+
+// r[impl tools.prev-hash]
+pub(crate) fn check_prev_hash(
+    path: &VaultPath,
+    prev_hash: Option<&str>,
+    current: Option<&NoteContent>,
+) -> Result<(), ToolError> {
+    let Some(expected) = prev_hash else {
+        return Ok(());
+    };
+    let actual = current.map_or("absent", |c| c.hash.as_str());
+    if actual == expected {
+        Ok(())
+    } else {
+        Err(VaultError::ConcurrentModification {
+            path: path.as_str().to_owned(),
+            expected: expected.to_owned(),
+            actual: actual.to_owned(),
+        }
+        .into())
+    }
+}
+
+pub(crate) fn prior_of(current: Option<&NoteContent>) -> Prior {
+    match current {
+        Some(content) => Prior::Known(ContentFacts::of(&content.bytes)),
+        None => Prior::Absent,
+    }
+}
+
+pub(crate) fn kind_for(current: Option<&NoteContent>) -> WriteKind {
+    if current.is_some() {
+        WriteKind::Overwrite
+    } else {
+        WriteKind::Create
+    }
+}
+
+/// The write gate's preflight: a refusal here happens before the confirmation gate.
+pub(crate) fn preflight(cx: &ToolCx<'_>, intent: &WriteIntent) -> Result<(), ToolError> {
+    cx.judge(intent)
+        .map_err(|blocked| ToolError::convention(&blocked))
+}
+
+/// Reads `path` in the handler and checks it is still in the state the approval covers.
+pub(crate) fn read_as_observed(
+    cx: &ToolCx<'_>,
+    state: &TargetState,
+    path: &VaultPath,
+) -> Result<Option<NoteContent>, HandlerFailure> {
+    let current = cx.vault().read_if_exists(path)?;
+    if let Some(observed) = state.observed_hash(path) {
+        let actual = current.as_ref().map(|c| c.hash.as_str());
+        if actual != observed {
+            return Err(VaultError::ConcurrentModification {
+                path: path.as_str().to_owned(),
+                expected: observed.unwrap_or("absent").to_owned(),
+                actual: actual.unwrap_or("absent").to_owned(),
+            }
+            .into());
+        }
+    }
+    Ok(current)
+}
+
+/// The write precondition matching what was observed at `path`.
+pub(crate) fn guard_for(current: Option<&NoteContent>) -> Precondition {
+    match current {
+        Some(content) => Precondition::HashIs(content.hash.clone()),
+        None => Precondition::MustNotExist,
+    }
+}
+
+/// A size in bytes for a summary line.
+pub(crate) fn bytes(n: usize) -> String {
+    format!("{n} bytes")
+}

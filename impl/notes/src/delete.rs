@@ -1,0 +1,269 @@
+//! `delete_note` and `restore_note` (spec/tools.md `tools.delete-note`,
+//! `tools.restore-note`, `tools.restore-note.preflight`; spec/drift.md
+//! `drift.bind.path-tools`, `drift.bind.restore-note`).
+
+use std::sync::Arc;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use tc_gate::{ConfirmationTargets, fingerprint_custom};
+use tc_tools::{
+    Annotations, Gating, HandlerFailure, Precheck, Summary, TargetState, Tool, ToolCx, ToolError,
+    ToolSpec, path_state,
+};
+use tc_vault::acl::AclOp;
+use tc_vault::conventions::{Prior, WriteIntent, WriteKind};
+use tc_vault::error::VaultError;
+
+use crate::common::{exists_error, not_found, note, preflight, read_as_observed};
+
+// ---------------------------------------------------------------- delete_note
+
+/// `delete_note` arguments.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DeleteNoteArgs {
+    /// The note to delete.
+    #[schemars(length(min = 1, max = 4096))]
+    pub path: String,
+    /// Delete without keeping a restorable snapshot.
+    #[serde(default)]
+    pub permanent: bool,
+}
+
+/// `delete_note`'s result.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct DeleteNoteOutput {
+    pub path: String,
+    pub permanent: bool,
+    /// The deleted note's content hash.
+    pub content_hash: String,
+    /// The snapshot `restore_note` brings it back from; null when permanent.
+    pub snapshot_id: Option<String>,
+}
+
+#[derive(Debug)]
+pub struct DeleteNote;
+
+impl Tool for DeleteNote {
+    type Args = DeleteNoteArgs;
+    type Output = DeleteNoteOutput;
+
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "delete_note",
+            description: "Delete a note. Unless permanent, it goes to a snapshot restore_note can bring back. Always needs the human's confirmation.",
+            annotations: Annotations::writes(true, true),
+            scope: "write:notes",
+            changes_notes: true,
+            gating: Gating::bound_to(ConfirmationTargets::PathAcl),
+        }
+    }
+
+    fn precheck(&self, cx: &ToolCx<'_>, args: &DeleteNoteArgs) -> Result<Precheck, ToolError> {
+        let path = note(&args.path)?;
+        if !cx.vault().exists(&path)? {
+            return Err(not_found(&path));
+        }
+        Ok(Precheck {
+            needs_confirmation: true,
+            acl: vec![(AclOp::Delete, path)],
+            payload: None,
+        })
+    }
+
+    // r[impl tools.summary.delete]
+    fn summary(
+        &self,
+        cx: &ToolCx<'_>,
+        args: &DeleteNoteArgs,
+        _precheck: &Precheck,
+        _state: &TargetState,
+    ) -> Summary {
+        let how = if args.permanent {
+            "permanently: no snapshot is kept and it cannot be restored"
+        } else {
+            "to a snapshot: restore_note can bring it back"
+        };
+        let size = note(&args.path)
+            .ok()
+            .and_then(|p| cx.vault().stat(&p).ok())
+            .map_or_else(String::new, |stat| format!(" ({} bytes)", stat.size));
+        Summary::new(format!("delete {}{size} {how}", args.path)).target(&args.path)
+    }
+
+    fn run(
+        &self,
+        cx: &ToolCx<'_>,
+        args: &DeleteNoteArgs,
+        _precheck: &Precheck,
+        state: &TargetState,
+    ) -> Result<DeleteNoteOutput, HandlerFailure> {
+        let path = note(&args.path)?;
+        let current = read_as_observed(cx, state, &path)?.ok_or_else(|| not_found(&path))?;
+        if args.permanent {
+            cx.vault().delete(&path)?;
+            Ok(DeleteNoteOutput {
+                path: path.as_str().to_owned(),
+                permanent: true,
+                content_hash: current.hash,
+                snapshot_id: None,
+            })
+        } else {
+            let info = cx.vault().snapshot_and_delete(&path)?;
+            Ok(DeleteNoteOutput {
+                path: path.as_str().to_owned(),
+                permanent: false,
+                content_hash: info.content_hash,
+                snapshot_id: Some(info.id.as_str().to_owned()),
+            })
+        }
+    }
+}
+
+// ---------------------------------------------------------------- restore_note
+
+/// `restore_note` arguments.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RestoreNoteArgs {
+    /// The path the note was deleted from.
+    #[schemars(length(min = 1, max = 4096))]
+    pub path: String,
+    /// The snapshot to restore; the latest snapshot of the path when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snapshot_id: Option<String>,
+}
+
+/// `restore_note`'s result.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct RestoreNoteOutput {
+    pub path: String,
+    pub snapshot_id: String,
+    pub content_hash: String,
+}
+
+#[derive(Debug)]
+pub struct RestoreNote;
+
+impl Tool for RestoreNote {
+    type Args = RestoreNoteArgs;
+    type Output = RestoreNoteOutput;
+
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "restore_note",
+            description: "Restore a deleted note from its snapshot (the latest when snapshot_id is absent). Refused if a note is at the path. Always needs the human's confirmation.",
+            annotations: Annotations::writes(false, true),
+            scope: "write:notes",
+            changes_notes: true,
+            gating: Gating::bound_to(ConfirmationTargets::Custom),
+        }
+    }
+
+    fn precheck(&self, cx: &ToolCx<'_>, args: &RestoreNoteArgs) -> Result<Precheck, ToolError> {
+        let path = note(&args.path)?;
+        if cx.vault().exists(&path)? {
+            return Err(exists_error(&path));
+        }
+        let snapshot = cx
+            .vault()
+            .find_snapshot(&path, args.snapshot_id.as_deref())?;
+        // r[impl tools.restore-note.preflight]
+        // A restore writes a new note: the write gate judges the snapshot's content now, so a
+        // restore it would refuse never asks for (or spends) a confirmation.
+        let content = cx.vault().read_snapshot(&snapshot)?;
+        preflight(
+            cx,
+            &WriteIntent::new(path.clone(), WriteKind::Create, &content, Prior::Absent),
+        )?;
+        Ok(Precheck {
+            needs_confirmation: true,
+            acl: vec![(AclOp::Write, path)],
+            payload: Some(Arc::new(content.len())),
+        })
+    }
+
+    // r[impl drift.bind.restore-note]
+    /// The target path's state and the identity of the snapshot that would be restored, so
+    /// a newer snapshot becoming the latest is drift.
+    fn state(
+        &self,
+        cx: &ToolCx<'_>,
+        args: &RestoreNoteArgs,
+        precheck: &Precheck,
+    ) -> Result<TargetState, ToolError> {
+        let path = note(&args.path)?;
+        let mut state = path_state(cx.vault(), &precheck.declared_paths())?;
+        let snapshot = match cx
+            .vault()
+            .find_snapshot(&path, args.snapshot_id.as_deref())
+        {
+            Ok(info) => Some(info.id.as_str().to_owned()),
+            Err(VaultError::SnapshotNotFound { .. }) => None,
+            Err(e) => return Err(e.into()),
+        };
+        let target = state
+            .observed_hash(&path)
+            .flatten()
+            .unwrap_or("absent")
+            .to_owned();
+        state.fp = fingerprint_custom(&[
+            b"restore_note",
+            path.as_str().as_bytes(),
+            target.as_bytes(),
+            snapshot.as_deref().unwrap_or("no snapshot").as_bytes(),
+        ]);
+        state.payload = snapshot.map(|id| Arc::new(id) as _);
+        Ok(state)
+    }
+
+    fn summary(
+        &self,
+        _cx: &ToolCx<'_>,
+        args: &RestoreNoteArgs,
+        precheck: &Precheck,
+        state: &TargetState,
+    ) -> Summary {
+        let snapshot = state
+            .payload
+            .as_ref()
+            .and_then(|p| p.downcast_ref::<String>())
+            .map_or("none", String::as_str);
+        let size = precheck
+            .payload
+            .as_ref()
+            .and_then(|p| p.downcast_ref::<usize>())
+            .map_or_else(String::new, |n| format!(" ({n} bytes)"));
+        Summary::new(format!(
+            "restore {} from snapshot {snapshot}{size}",
+            args.path
+        ))
+        .target(&args.path)
+    }
+
+    fn run(
+        &self,
+        cx: &ToolCx<'_>,
+        args: &RestoreNoteArgs,
+        _precheck: &Precheck,
+        state: &TargetState,
+    ) -> Result<RestoreNoteOutput, HandlerFailure> {
+        let path = note(&args.path)?;
+        if read_as_observed(cx, state, &path)?.is_some() {
+            return Err(exists_error(&path).into());
+        }
+        // Restore exactly the snapshot the approval covers, not whatever is latest now.
+        let id = state
+            .payload
+            .as_ref()
+            .and_then(|p| p.downcast_ref::<String>())
+            .ok_or_else(|| not_found(&path))?;
+        let info = cx.vault().restore(&path, Some(id))?;
+        Ok(RestoreNoteOutput {
+            path: path.as_str().to_owned(),
+            snapshot_id: info.id.as_str().to_owned(),
+            content_hash: info.content_hash,
+        })
+    }
+}

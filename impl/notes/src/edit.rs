@@ -1,0 +1,373 @@
+//! `update_frontmatter` and `update_task` (spec/tools.md `tools.update-frontmatter`,
+//! `tools.update-task`, `tools.update-task.confirm`; spec/release.md `release.update-task`;
+//! spec/drift.md `drift.bind.path-tools`).
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use tc_gate::ConfirmationTargets;
+use tc_tools::{
+    Annotations, Gating, HandlerFailure, Precheck, Summary, TargetState, Tool, ToolCx, ToolError,
+    ToolSpec,
+};
+use tc_vault::acl::AclOp;
+use tc_vault::conventions::{WriteIntent, WriteKind, update_task_prior};
+use tc_vault::error::VaultError;
+use tc_vault::note::{Frontmatter, FrontmatterError, parse_note, with_frontmatter};
+use tc_vault::path::VaultPath;
+use tc_vault::tasks::{Task, TaskStatus, line_at, parse_task_line, reopens_old_done, replace_line};
+use tc_vault::vault::NoteContent;
+
+use crate::common::{guard_for, not_found, note, preflight, prior_of, read_as_observed};
+
+// ---------------------------------------------------------------- update_frontmatter
+
+/// What `update_frontmatter` does with `data` or `keys`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum FrontmatterOperation {
+    Merge,
+    Replace,
+    Remove,
+}
+
+/// `update_frontmatter` arguments.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateFrontmatterArgs {
+    /// The note to edit.
+    #[schemars(length(min = 1, max = 4096))]
+    pub path: String,
+    /// merge and replace take data, remove takes keys.
+    pub operation: FrontmatterOperation,
+    /// Keys and values to merge or to replace the frontmatter with (required for merge and
+    /// replace).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Map<String, Value>>,
+    /// Keys to remove (required for remove).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keys: Option<Vec<String>>,
+}
+
+/// `update_frontmatter`'s result.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct UpdateFrontmatterOutput {
+    pub path: String,
+    /// The frontmatter after the edit.
+    pub frontmatter: Map<String, Value>,
+    pub content_hash: String,
+}
+
+#[derive(Debug)]
+pub struct UpdateFrontmatter;
+
+fn frontmatter_edit(
+    args: &UpdateFrontmatterArgs,
+    current: &NoteContent,
+    path: &VaultPath,
+) -> Result<(String, Frontmatter), ToolError> {
+    let text = std::str::from_utf8(&current.bytes).map_err(|_| {
+        ToolError::from(VaultError::FrontmatterInvalid {
+            path: path.as_str().to_owned(),
+            reason: "the note is not valid UTF-8".to_owned(),
+        })
+    })?;
+    let parsed = parse_note(text).map_err(|e| ToolError::from(e.at(path)))?;
+    let mut frontmatter = parsed.frontmatter.unwrap_or_default();
+    let data = || {
+        args.data
+            .as_ref()
+            .ok_or_else(|| ToolError::validation("/data", "is required for this operation"))
+    };
+    let yaml_error = |e: FrontmatterError| ToolError::validation("/data", e.reason);
+    match args.operation {
+        FrontmatterOperation::Merge => frontmatter.merge(data()?).map_err(yaml_error)?,
+        FrontmatterOperation::Replace => frontmatter.replace(data()?).map_err(yaml_error)?,
+        FrontmatterOperation::Remove => {
+            let keys = args
+                .keys
+                .as_ref()
+                .ok_or_else(|| ToolError::validation("/keys", "is required for remove"))?;
+            frontmatter.remove(keys);
+        }
+    }
+    let new = with_frontmatter(text, &frontmatter).map_err(yaml_error)?;
+    Ok((new, frontmatter))
+}
+
+impl Tool for UpdateFrontmatter {
+    type Args = UpdateFrontmatterArgs;
+    type Output = UpdateFrontmatterOutput;
+
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "update_frontmatter",
+            description: "Edit a note's YAML frontmatter: merge `data` into it, replace it with `data`, or remove `keys`. replace needs the human's confirmation.",
+            annotations: Annotations::writes(true, true),
+            scope: "write:notes",
+            changes_notes: true,
+            gating: Gating::bound_to(ConfirmationTargets::PathAcl),
+        }
+    }
+
+    fn precheck(
+        &self,
+        cx: &ToolCx<'_>,
+        args: &UpdateFrontmatterArgs,
+    ) -> Result<Precheck, ToolError> {
+        let path = note(&args.path)?;
+        let current = cx
+            .vault()
+            .read_if_exists(&path)?
+            .ok_or_else(|| not_found(&path))?;
+        let (new, _) = frontmatter_edit(args, &current, &path)?;
+        preflight(
+            cx,
+            &WriteIntent::new(
+                path.clone(),
+                WriteKind::Overwrite,
+                new.as_bytes(),
+                prior_of(Some(&current)),
+            ),
+        )?;
+        Ok(Precheck {
+            needs_confirmation: args.operation == FrontmatterOperation::Replace,
+            acl: vec![(AclOp::Write, path)],
+            payload: None,
+        })
+    }
+
+    fn summary(
+        &self,
+        cx: &ToolCx<'_>,
+        args: &UpdateFrontmatterArgs,
+        precheck: &Precheck,
+        _state: &TargetState,
+    ) -> Summary {
+        let headline = format!("replace the whole frontmatter of {}", args.path);
+        let edit = note(&args.path).ok().and_then(|path| {
+            let current = cx.vault().read_if_exists(&path).ok().flatten()?;
+            let (new, _) = frontmatter_edit(args, &current, &path).ok()?;
+            Some((current, new))
+        });
+        match edit {
+            Some((current, new)) => Summary::new(headline)
+                .target(&args.path)
+                .diff(&current.text(), &new),
+            None => Summary::targets_only("update_frontmatter", precheck),
+        }
+    }
+
+    fn run(
+        &self,
+        cx: &ToolCx<'_>,
+        args: &UpdateFrontmatterArgs,
+        _precheck: &Precheck,
+        state: &TargetState,
+    ) -> Result<UpdateFrontmatterOutput, HandlerFailure> {
+        let path = note(&args.path)?;
+        let current = read_as_observed(cx, state, &path)?.ok_or_else(|| not_found(&path))?;
+        let (new, frontmatter) = frontmatter_edit(args, &current, &path)?;
+        let outcome = cx
+            .vault()
+            .write(&path, new.as_bytes(), &guard_for(Some(&current)))?;
+        let frontmatter = match frontmatter.to_json() {
+            Value::Object(map) => map,
+            _ => Map::new(),
+        };
+        Ok(UpdateFrontmatterOutput {
+            path: path.as_str().to_owned(),
+            frontmatter,
+            content_hash: outcome.hash,
+        })
+    }
+}
+
+// ---------------------------------------------------------------- update_task
+
+/// A task's status, as `update_task` names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskStatusArg {
+    Todo,
+    Done,
+    InProgress,
+    Cancelled,
+}
+
+impl TaskStatusArg {
+    fn status(self) -> TaskStatus {
+        match self {
+            TaskStatusArg::Todo => TaskStatus::Todo,
+            TaskStatusArg::Done => TaskStatus::Done,
+            TaskStatusArg::InProgress => TaskStatus::InProgress,
+            TaskStatusArg::Cancelled => TaskStatus::Cancelled,
+        }
+    }
+}
+
+/// `update_task` arguments.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateTaskArgs {
+    /// The note holding the task.
+    #[schemars(length(min = 1, max = 4096))]
+    pub path: String,
+    /// The 1-based line number of the task.
+    #[schemars(range(min = 1))]
+    pub line: u64,
+    /// The new status.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<TaskStatusArg>,
+    /// The new description of the task.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+}
+
+/// `update_task`'s result.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct UpdateTaskOutput {
+    pub path: String,
+    pub line: u64,
+    /// The task's status after the edit.
+    pub status: Option<String>,
+    /// The task line as written.
+    pub text: String,
+    pub content_hash: String,
+}
+
+#[derive(Debug)]
+pub struct UpdateTask;
+
+/// The task on the given line and the note's text with it rewritten.
+fn task_edit(
+    cx: &ToolCx<'_>,
+    args: &UpdateTaskArgs,
+    current: &NoteContent,
+) -> Result<(Task, Option<TaskStatus>, String, String), ToolError> {
+    let number = usize::try_from(args.line)
+        .ok()
+        .filter(|n| *n >= 1)
+        .ok_or_else(|| ToolError::validation("/line", "must be a line number from 1"))?;
+    let text = std::str::from_utf8(&current.bytes)
+        .map_err(|_| ToolError::validation("/path", "the note is not valid UTF-8"))?;
+    let line = line_at(text, number)
+        .ok_or_else(|| ToolError::validation("/line", "the note has no such line"))?;
+    let task = parse_task_line(line.text)
+        .ok_or_else(|| ToolError::validation("/line", "the line is not a task line"))?;
+    let status = args.status.map(TaskStatusArg::status);
+    if status.is_none() && args.text.is_none() {
+        return Err(ToolError::validation(
+            "/status",
+            "give status, text, or both",
+        ));
+    }
+    let rendered = task.render(
+        status.unwrap_or(task.status),
+        args.text.as_deref(),
+        cx.today(),
+    );
+    let new = replace_line(text, number, &rendered)
+        .ok_or_else(|| ToolError::validation("/line", "the note has no such line"))?;
+    Ok((task, status, rendered, new))
+}
+
+impl Tool for UpdateTask {
+    type Args = UpdateTaskArgs;
+    type Output = UpdateTaskOutput;
+
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "update_task",
+            description: "Set the status and/or text of a Tasks-plugin task line (line is 1-based). Reopening a task marked done (✅ date) more than 7 days ago needs the human's confirmation.",
+            annotations: Annotations::writes(true, true),
+            scope: "write:notes",
+            changes_notes: true,
+            gating: Gating {
+                checks_confirmation_in_handler: true,
+                ..Gating::bound_to(ConfirmationTargets::PathAcl)
+            },
+        }
+    }
+
+    // No conventions preflight (seed): the write gate judges inside the handler.
+    fn precheck(&self, cx: &ToolCx<'_>, args: &UpdateTaskArgs) -> Result<Precheck, ToolError> {
+        let path = note(&args.path)?;
+        let current = cx
+            .vault()
+            .read_if_exists(&path)?
+            .ok_or_else(|| not_found(&path))?;
+        let (task, status, _, _) = task_edit(cx, args, &current)?;
+        // r[impl tools.update-task.confirm]
+        let needs_confirmation =
+            status.is_some_and(|status| reopens_old_done(&task, status, cx.today()));
+        Ok(Precheck {
+            needs_confirmation,
+            acl: vec![(AclOp::Write, path)],
+            payload: None,
+        })
+    }
+
+    fn summary(
+        &self,
+        cx: &ToolCx<'_>,
+        args: &UpdateTaskArgs,
+        precheck: &Precheck,
+        _state: &TargetState,
+    ) -> Summary {
+        let edit = note(&args.path).ok().and_then(|path| {
+            let current = cx.vault().read_if_exists(&path).ok().flatten()?;
+            let (task, _, rendered, _) = task_edit(cx, args, &current).ok()?;
+            let text = current.text();
+            let before = line_at(&text, usize::try_from(args.line).ok()?)?.text.to_owned();
+            Some((task, before, rendered))
+        });
+        match edit {
+            Some((task, before, rendered)) => Summary::new(format!(
+                "reopen a task of {} (line {}) that was marked done{}",
+                args.path,
+                args.line,
+                task.done_date
+                    .map_or_else(String::new, |date| format!(" on {date}"))
+            ))
+            .target(&args.path)
+            .detail(format!("before: {before}"))
+            .detail(format!("after:  {rendered}")),
+            None => Summary::targets_only("update_task", precheck),
+        }
+    }
+
+    // r[impl release.update-task]
+    fn run(
+        &self,
+        cx: &ToolCx<'_>,
+        args: &UpdateTaskArgs,
+        _precheck: &Precheck,
+        state: &TargetState,
+    ) -> Result<UpdateTaskOutput, HandlerFailure> {
+        let path = note(&args.path)?;
+        let current = read_as_observed(cx, state, &path)?.ok_or_else(|| not_found(&path))?;
+        let (_, _, rendered, new) = task_edit(cx, args, &current)?;
+        // The write gate: a caller without read:notes, or a note over 1 MiB, is judged as
+        // writing a new note, so a rule the note already broke refuses it.
+        let prior = update_task_prior(cx.caller.scopes.has("read:notes"), &current.bytes);
+        cx.judge(&WriteIntent::new(
+            path.clone(),
+            WriteKind::Overwrite,
+            new.as_bytes(),
+            prior,
+        ))
+        .map_err(HandlerFailure::ConventionBlockedBeforeWrite)?;
+        let outcome = cx
+            .vault()
+            .write(&path, new.as_bytes(), &guard_for(Some(&current)))?;
+        let task = parse_task_line(&rendered);
+        Ok(UpdateTaskOutput {
+            path: path.as_str().to_owned(),
+            line: args.line,
+            status: task.map(|t| t.status.name().to_owned()),
+            text: rendered,
+            content_hash: outcome.hash,
+        })
+    }
+}

@@ -1,0 +1,47 @@
+//! tc-notes: the twelve note tools, on the tool framework of tc-tools (CONTRACT.md §3;
+//! spec/tools.md; spec/drift.md `drift.bind.path-tools`, `drift.bind.rewrite-link`,
+//! `drift.bind.restore-note`, `drift.bind.commit-wiki-page`; spec/paging.md).
+//!
+//! - [`paging`]: `read_notes` and `list_notes`, one page per call under the governor's cap;
+//! - [`write`]: `write_note` and `commit_wiki_page`;
+//! - [`transfer`]: `move_note` and `copy_note`;
+//! - [`delete`]: `delete_note` and `restore_note`;
+//! - [`edit`]: `update_frontmatter` and `update_task`;
+//! - [`links`]: `rewrite_link` and `prune_hub_links`.
+//!
+//! [`register`] adds them all to a registry, in the order `tools/list` shows them.
+
+mod common;
+pub mod delete;
+pub mod edit;
+pub mod links;
+pub mod paging;
+pub mod paging_tools;
+pub mod transfer;
+pub mod write;
+
+use tc_tools::{Registry, RegistryBuildError};
+
+/// Adds the note tools to `registry`.
+pub fn register(registry: &mut Registry) -> Result<(), RegistryBuildError> {
+    registry.add(write::WriteNote)?;
+    registry.add(transfer::MoveNote)?;
+    registry.add(transfer::CopyNote)?;
+    registry.add(delete::DeleteNote)?;
+    registry.add(delete::RestoreNote)?;
+    registry.add(edit::UpdateFrontmatter)?;
+    registry.add(edit::UpdateTask)?;
+    registry.add(links::RewriteLink)?;
+    registry.add(links::PruneHubLinks)?;
+    registry.add(write::CommitWikiPage)?;
+    registry.add(paging::ReadNotes)?;
+    registry.add(paging::ListNotes)?;
+    Ok(())
+}
+
+/// A registry holding the note tools alone.
+pub fn registry() -> Result<Registry, RegistryBuildError> {
+    let mut registry = Registry::new();
+    register(&mut registry)?;
+    Ok(registry)
+}

@@ -1,0 +1,481 @@
+//! The link tools: `rewrite_link` and `prune_hub_links` (spec/tools.md `tools.rewrite-link`,
+//! `tools.prune-hub-links`, `tools.dry-run-reports`; spec/drift.md `drift.bind.rewrite-link`,
+//! `drift.bind.path-tools`).
+//!
+//! `rewrite_link` binds the set of notes the rewrite would touch with their content hashes
+//! (the plan's state): a touched note changing changes its hash, and a note gaining a link
+//! to the target joins the set, so either is drift. It plans only over notes the caller may
+//! read, so it never reveals one the folder ACL hides, and declares every touched note for
+//! the folder ACL (write, or read for a dry run): a touched note the caller may not change
+//! is refused by name after the gate (giving a CLI token back), never silently skipped.
+
+use std::sync::Arc;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use tc_gate::{ConfirmationTargets, fingerprint_targets};
+use tc_tools::{
+    Annotations, Gating, HandlerFailure, Payload, Precheck, Summary, TargetState, Tool, ToolCx,
+    ToolError, ToolSpec,
+};
+use tc_vault::acl::AclOp;
+use tc_vault::conventions::{ContentFacts, Prior, WriteIntent, WriteKind};
+use tc_vault::error::VaultError;
+use tc_vault::links::{LinkMatcher, LinkRewrite, find_links, validate_link_target};
+use tc_vault::path::{FolderPath, VaultPath};
+use tc_vault::rewrite::{RewritePlan, build_resolver, plan_rewrite};
+use tc_vault::vault::{NoteContent, Precondition};
+
+use crate::common::{check_prev_hash, not_found, note};
+
+fn yes() -> bool {
+    true
+}
+
+/// The most notes a summary names (the rest are counted).
+const SUMMARY_NOTES: usize = 20;
+
+// ---------------------------------------------------------------- rewrite_link
+
+/// `rewrite_link` arguments.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RewriteLinkArgs {
+    /// The link target to replace (a note name or path).
+    #[schemars(length(min = 1, max = 4096))]
+    pub from_target: String,
+    /// The new link target.
+    #[schemars(length(min = 1, max = 4096))]
+    pub to_target: String,
+    /// Limit the rewrite to this folder; the whole vault when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 4096))]
+    pub folder: Option<String>,
+    /// Rewrite ![[embeds]] too.
+    #[serde(default = "yes")]
+    pub include_embeds: bool,
+    /// Only report what would change.
+    #[serde(default = "yes")]
+    pub dry_run: bool,
+}
+
+/// One note a rewrite touches.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct TouchedLinks {
+    pub path: String,
+    /// How many links in it are rewritten.
+    pub links: usize,
+}
+
+/// `rewrite_link`'s result.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct RewriteLinkOutput {
+    pub dry_run: bool,
+    pub notes: Vec<TouchedLinks>,
+    /// How many links are (or would be) rewritten in all.
+    pub links: usize,
+    pub applied: bool,
+}
+
+#[derive(Debug)]
+pub struct RewriteLink;
+
+fn plan_for(cx: &ToolCx<'_>, args: &RewriteLinkArgs) -> Result<RewritePlan, ToolError> {
+    validate_link_target(&args.to_target)
+        .map_err(|why| ToolError::validation("/to_target", why))?;
+    let folder = match &args.folder {
+        Some(folder) => FolderPath::parse(folder)?,
+        None => FolderPath::root(),
+    };
+    let resolver = build_resolver(cx.vault())?;
+    let matcher = LinkMatcher::for_target(&resolver, &args.from_target);
+    let rewrite = LinkRewrite {
+        matcher: &matcher,
+        new_target: &args.to_target,
+        include_embeds: args.include_embeds,
+    };
+    let acl = &cx.binding.acl;
+    let scopes = &cx.caller.scopes;
+    let include = |p: &VaultPath| acl.can_read(p, scopes);
+    Ok(plan_rewrite(
+        cx.vault(),
+        &folder,
+        &resolver,
+        &rewrite,
+        &include,
+    )?)
+}
+
+// r[impl drift.bind.rewrite-link]
+fn plan_state(plan: RewritePlan) -> TargetState {
+    let observed: Vec<(VaultPath, Option<String>)> = plan
+        .state()
+        .map(|(p, h)| (p.clone(), Some(h.to_owned())))
+        .collect();
+    let targets: Vec<(String, Option<String>)> = observed
+        .iter()
+        .map(|(p, h)| (p.as_str().to_owned(), h.clone()))
+        .collect();
+    TargetState {
+        fp: fingerprint_targets(&targets),
+        observed,
+        payload: Some(Arc::new(plan)),
+    }
+}
+
+fn plan_of(payload: &Payload) -> Option<&RewritePlan> {
+    payload
+        .as_ref()
+        .and_then(|p| p.downcast_ref::<RewritePlan>())
+}
+
+impl Tool for RewriteLink {
+    type Args = RewriteLinkArgs;
+    type Output = RewriteLinkOutput;
+
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "rewrite_link",
+            description: "Rewrite wikilinks and embeds that point at from_target so they point at to_target, in folder (the whole vault when absent). dry_run (default true) only reports; applying needs the human's confirmation.",
+            annotations: Annotations::writes(true, true),
+            scope: "write:notes",
+            changes_notes: true,
+            gating: Gating::bound_to(ConfirmationTargets::Custom),
+        }
+    }
+
+    fn precheck(&self, cx: &ToolCx<'_>, args: &RewriteLinkArgs) -> Result<Precheck, ToolError> {
+        let plan = plan_for(cx, args)?;
+        let op = if args.dry_run {
+            AclOp::Read
+        } else {
+            AclOp::Write
+        };
+        let acl = plan.notes.iter().map(|n| (op, n.path.clone())).collect();
+        Ok(Precheck {
+            needs_confirmation: !args.dry_run,
+            acl,
+            payload: Some(Arc::new(plan)),
+        })
+    }
+
+    fn state(
+        &self,
+        cx: &ToolCx<'_>,
+        args: &RewriteLinkArgs,
+        _precheck: &Precheck,
+    ) -> Result<TargetState, ToolError> {
+        Ok(plan_state(plan_for(cx, args)?))
+    }
+
+    fn state_after_precheck(
+        &self,
+        cx: &ToolCx<'_>,
+        args: &RewriteLinkArgs,
+        precheck: &Precheck,
+    ) -> Result<TargetState, ToolError> {
+        match plan_of(&precheck.payload) {
+            Some(plan) => Ok(plan_state(plan.clone())),
+            None => self.state(cx, args, precheck),
+        }
+    }
+
+    fn summary(
+        &self,
+        _cx: &ToolCx<'_>,
+        args: &RewriteLinkArgs,
+        _precheck: &Precheck,
+        state: &TargetState,
+    ) -> Summary {
+        let mut summary = Summary::new(format!(
+            "rewrite links to {} so they point at {}{}",
+            args.from_target,
+            args.to_target,
+            args.folder
+                .as_deref()
+                .map_or_else(String::new, |f| format!(" in folder {f}"))
+        ));
+        if let Some(plan) = plan_of(&state.payload) {
+            summary = summary.detail(format!(
+                "{} link(s) in {} note(s)",
+                plan.links(),
+                plan.notes.len()
+            ));
+            for touched in plan.notes.iter().take(SUMMARY_NOTES) {
+                summary = summary.target(format!(
+                    "{} ({} link(s))",
+                    touched.path.as_str(),
+                    touched.links
+                ));
+            }
+            if plan.notes.len() > SUMMARY_NOTES {
+                summary = summary.detail(format!(
+                    "… and {} more note(s)",
+                    plan.notes.len() - SUMMARY_NOTES
+                ));
+            }
+        }
+        summary
+    }
+
+    fn run(
+        &self,
+        cx: &ToolCx<'_>,
+        args: &RewriteLinkArgs,
+        _precheck: &Precheck,
+        state: &TargetState,
+    ) -> Result<RewriteLinkOutput, HandlerFailure> {
+        let plan =
+            plan_of(&state.payload).ok_or_else(|| ToolError::internal("planning the rewrite"))?;
+        let notes: Vec<TouchedLinks> = plan
+            .notes
+            .iter()
+            .map(|n| TouchedLinks {
+                path: n.path.as_str().to_owned(),
+                links: n.links,
+            })
+            .collect();
+        if args.dry_run {
+            // r[impl tools.dry-run-reports]
+            return Ok(RewriteLinkOutput {
+                dry_run: true,
+                notes,
+                links: plan.links(),
+                applied: false,
+            });
+        }
+        // Every touched note is judged before the first write, so a refusal here is
+        // before any write of the call.
+        for touched in &plan.notes {
+            let prior = cx
+                .vault()
+                .read_if_exists(&touched.path)?
+                .map_or(Prior::Absent, |c| Prior::Known(ContentFacts::of(&c.bytes)));
+            cx.judge(&WriteIntent::new(
+                touched.path.clone(),
+                WriteKind::Overwrite,
+                touched.new_content.as_bytes(),
+                prior,
+            ))
+            .map_err(HandlerFailure::ConventionBlockedBeforeWrite)?;
+        }
+        match plan.apply(cx.vault()) {
+            Ok(_) => Ok(RewriteLinkOutput {
+                dry_run: false,
+                notes,
+                links: plan.links(),
+                applied: true,
+            }),
+            Err((written, error)) => Err(ToolError::from(&error)
+                .detail(
+                    "written",
+                    serde_json::json!(written.iter().map(VaultPath::as_str).collect::<Vec<_>>()),
+                )
+                .into()),
+        }
+    }
+}
+
+// ---------------------------------------------------------------- prune_hub_links
+
+/// `prune_hub_links` arguments.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PruneHubLinksArgs {
+    /// The hub note.
+    #[schemars(length(min = 1, max = 4096))]
+    pub path: String,
+    /// The note's content_hash as last read; the call is refused with
+    /// concurrent_modification if the note changed since.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prev_hash: Option<String>,
+    /// Only report the links that would go.
+    #[serde(default = "yes")]
+    pub dry_run: bool,
+}
+
+/// `prune_hub_links`' result.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct PruneHubLinksOutput {
+    pub path: String,
+    pub dry_run: bool,
+    /// The targets of the links that resolve to no note.
+    pub removed: Vec<String>,
+    pub applied: bool,
+    pub content_hash: String,
+}
+
+#[derive(Debug)]
+pub struct PruneHubLinks;
+
+/// The hub note without its links that resolve to no file, and the targets removed. A
+/// line left with nothing but a list or task marker is dropped whole.
+fn prune(cx: &ToolCx<'_>, text: &str) -> Result<(String, Vec<String>), ToolError> {
+    let resolver = build_resolver(cx.vault())?;
+    let dead: Vec<_> = find_links(text)
+        .into_iter()
+        .filter(|l| !l.target.trim().is_empty() && resolver.resolve(&l.target).is_none())
+        // A wikilink never spans lines; one that seems to is left alone.
+        .filter(|l| !text[l.range.clone()].contains('\n'))
+        .collect();
+    let removed: Vec<String> = dead.iter().map(|l| l.target.clone()).collect();
+    let mut out = String::with_capacity(text.len());
+    let mut pending = dead.iter().peekable();
+    let mut start = 0;
+    for line in text.split_inclusive('\n') {
+        let end = start + line.len();
+        let mut kept = String::with_capacity(line.len());
+        let mut copied = start;
+        let mut pruned_here = false;
+        while let Some(link) = pending.next_if(|l| l.range.start < end) {
+            kept.push_str(&text[copied..link.range.start]);
+            copied = link.range.end;
+            pruned_here = true;
+        }
+        kept.push_str(&text[copied..end]);
+        if !(pruned_here && is_bare_marker(kept.trim_end_matches(['\n', '\r']))) {
+            out.push_str(&kept);
+        }
+        start = end;
+    }
+    Ok((out, removed))
+}
+
+/// A line holding nothing but whitespace and perhaps a list or task marker.
+fn is_bare_marker(line: &str) -> bool {
+    let rest = line.trim();
+    let rest = rest
+        .strip_prefix(['-', '*', '+'])
+        .map(str::trim_start)
+        .unwrap_or(rest);
+    let rest = rest
+        .strip_prefix("[ ]")
+        .or_else(|| rest.strip_prefix("[x]"))
+        .unwrap_or(rest);
+    rest.trim().is_empty()
+}
+
+fn hub_text(path: &VaultPath, content: &NoteContent) -> Result<String, ToolError> {
+    String::from_utf8(content.bytes.clone())
+        .map_err(|_| ToolError::validation("/path", format!("{path} is not valid UTF-8")))
+}
+
+impl Tool for PruneHubLinks {
+    type Args = PruneHubLinksArgs;
+    type Output = PruneHubLinksOutput;
+
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "prune_hub_links",
+            description: "Remove from a hub note the links that resolve to no note. dry_run (default true) only reports; removing at least one link needs the human's confirmation.",
+            annotations: Annotations::writes(true, true),
+            scope: "write:notes",
+            changes_notes: true,
+            gating: Gating::bound_to(ConfirmationTargets::PathAcl),
+        }
+    }
+
+    fn precheck(
+        &self,
+        cx: &ToolCx<'_>,
+        args: &PruneHubLinksArgs,
+    ) -> Result<Precheck, ToolError> {
+        let path = note(&args.path)?;
+        let current = cx
+            .vault()
+            .read_if_exists(&path)?
+            .ok_or_else(|| not_found(&path))?;
+        check_prev_hash(&path, args.prev_hash.as_deref(), Some(&current))?;
+        let (new, removed) = prune(cx, &hub_text(&path, &current)?)?;
+        if !args.dry_run && !removed.is_empty() {
+            cx.judge(&WriteIntent::new(
+                path.clone(),
+                WriteKind::Overwrite,
+                new.as_bytes(),
+                Prior::Known(ContentFacts::of(&current.bytes)),
+            ))
+            .map_err(|b| ToolError::convention(&b))?;
+        }
+        let op = if args.dry_run {
+            AclOp::Read
+        } else {
+            AclOp::Write
+        };
+        Ok(Precheck {
+            needs_confirmation: !args.dry_run && !removed.is_empty(),
+            acl: vec![(op, path)],
+            payload: Some(Arc::new(removed)),
+        })
+    }
+
+    fn summary(
+        &self,
+        _cx: &ToolCx<'_>,
+        args: &PruneHubLinksArgs,
+        precheck: &Precheck,
+        _state: &TargetState,
+    ) -> Summary {
+        let removed = precheck
+            .payload
+            .as_ref()
+            .and_then(|p| p.downcast_ref::<Vec<String>>())
+            .cloned()
+            .unwrap_or_default();
+        let mut summary = Summary::new(format!(
+            "remove {} dead link(s) from {}",
+            removed.len(),
+            args.path
+        ))
+        .target(&args.path);
+        for target in removed.iter().take(SUMMARY_NOTES) {
+            summary = summary.detail(format!("- [[{target}]]"));
+        }
+        if removed.len() > SUMMARY_NOTES {
+            summary = summary.detail(format!("… and {} more", removed.len() - SUMMARY_NOTES));
+        }
+        summary
+    }
+
+    fn run(
+        &self,
+        cx: &ToolCx<'_>,
+        args: &PruneHubLinksArgs,
+        _precheck: &Precheck,
+        state: &TargetState,
+    ) -> Result<PruneHubLinksOutput, HandlerFailure> {
+        let path = note(&args.path)?;
+        let current = cx.vault().read(&path)?;
+        if let Some(Some(observed)) = state.observed_hash(&path)
+            && observed != current.hash
+        {
+            return Err(ToolError::from(VaultError::ConcurrentModification {
+                path: path.as_str().to_owned(),
+                expected: observed.to_owned(),
+                actual: current.hash.clone(),
+            })
+            .into());
+        }
+        let (new, removed) = prune(cx, &hub_text(&path, &current)?)?;
+        if args.dry_run || removed.is_empty() {
+            return Ok(PruneHubLinksOutput {
+                path: path.as_str().to_owned(),
+                dry_run: args.dry_run,
+                removed,
+                applied: false,
+                content_hash: current.hash,
+            });
+        }
+        let outcome = cx.vault().write(
+            &path,
+            new.as_bytes(),
+            &Precondition::HashIs(current.hash.clone()),
+        )?;
+        Ok(PruneHubLinksOutput {
+            path: path.as_str().to_owned(),
+            dry_run: false,
+            removed,
+            applied: true,
+            content_hash: outcome.hash,
+        })
+    }
+}

@@ -1,0 +1,408 @@
+//! `move_note` and `copy_note` (spec/tools.md `tools.move-note`, `tools.move-note.confirm`,
+//! `tools.copy-note`, `tools.no-overwrite`; spec/drift.md `drift.bind.path-tools`).
+
+use std::sync::Arc;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use tc_gate::ConfirmationTargets;
+use tc_tools::{
+    Annotations, Gating, HandlerFailure, Precheck, Summary, TargetState, Tool, ToolCx, ToolError,
+    ToolSpec,
+};
+use tc_vault::acl::AclOp;
+use tc_vault::conventions::{ContentFacts, ConventionBlocked, Prior, WriteIntent, WriteKind};
+use tc_vault::error::VaultError;
+use tc_vault::path::VaultPath;
+use tc_vault::rewrite::{RewritePlan, build_resolver, plan_backlinks};
+use tc_vault::vault::Precondition;
+
+use crate::common::{exists_error, guard_for, not_found, note, preflight, read_as_observed};
+
+fn yes() -> bool {
+    true
+}
+
+/// The source and target of a `move_note` or `copy_note`, after the checks both share.
+struct Transfer {
+    from: VaultPath,
+    to: VaultPath,
+    target_exists: bool,
+}
+
+/// The precheck `move_note` and `copy_note` share: distinct notes, an existing source, no
+/// overwrite unless asked, and the write gate judging the source's content as new at `to`.
+fn transfer_precheck(
+    cx: &ToolCx<'_>,
+    from: &str,
+    to: &str,
+    overwrite: bool,
+    kind: impl FnOnce(VaultPath) -> WriteKind,
+) -> Result<Transfer, ToolError> {
+    let from = note(from)?;
+    let to = note(to)?;
+    if from == to {
+        return Err(ToolError::validation("/to", "is the same note as from"));
+    }
+    let source = cx
+        .vault()
+        .read_if_exists(&from)?
+        .ok_or_else(|| not_found(&from))?;
+    let target_exists = cx.vault().exists(&to)?;
+    if target_exists && !overwrite {
+        return Err(exists_error(&to));
+    }
+    preflight(
+        cx,
+        &WriteIntent::new(to.clone(), kind(from.clone()), &source.bytes, Prior::Absent),
+    )?;
+    Ok(Transfer {
+        from,
+        to,
+        target_exists,
+    })
+}
+
+// ---------------------------------------------------------------- move_note
+
+/// `move_note` arguments.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MoveNoteArgs {
+    /// The note to move.
+    #[schemars(length(min = 1, max = 4096))]
+    pub from: String,
+    /// Its new path, ending in .md.
+    #[schemars(length(min = 1, max = 4096))]
+    pub to: String,
+    /// Replace a note already at `to`.
+    #[serde(default)]
+    pub overwrite: bool,
+    /// Rewrite links to the moved note across the vault.
+    #[serde(default = "yes")]
+    pub update_backlinks: bool,
+}
+
+/// A backlink that could not be updated.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct SkippedBacklink {
+    pub path: String,
+    pub code: String,
+}
+
+/// What a move did to the links pointing at the moved note.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct BacklinkReport {
+    pub notes_updated: Vec<String>,
+    pub links_updated: usize,
+    pub skipped: Vec<SkippedBacklink>,
+}
+
+/// `move_note`'s result.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct MoveNoteOutput {
+    pub from: String,
+    pub to: String,
+    pub overwrote: bool,
+    pub backlinks: BacklinkReport,
+}
+
+#[derive(Debug)]
+pub struct MoveNote;
+
+fn backlink_plan(
+    cx: &ToolCx<'_>,
+    from: &VaultPath,
+    to: &VaultPath,
+) -> Result<RewritePlan, ToolError> {
+    let resolver = build_resolver(cx.vault())?;
+    let include = |p: &VaultPath| cx.may_write(p) || p == from;
+    let (plan, _) = plan_backlinks(cx.vault(), &resolver, from, to, &include)?;
+    Ok(plan)
+}
+
+/// Judges every note a backlink update would rewrite; the moved note itself is judged at
+/// its destination by the move's own intent.
+fn judge_backlinks(
+    cx: &ToolCx<'_>,
+    plan: &RewritePlan,
+    to: &VaultPath,
+) -> Result<(), ConventionBlocked> {
+    for note in plan.notes.iter().filter(|n| &n.path != to) {
+        let prior = cx
+            .vault()
+            .read_if_exists(&note.path)
+            .ok()
+            .flatten()
+            .map_or(Prior::Unknown, |c| Prior::Known(ContentFacts::of(&c.bytes)));
+        cx.judge(&WriteIntent::new(
+            note.path.clone(),
+            WriteKind::Overwrite,
+            note.new_content.as_bytes(),
+            prior,
+        ))?;
+    }
+    Ok(())
+}
+
+/// The most backlinking notes a summary names (the rest are counted).
+const SUMMARY_BACKLINKS: usize = 20;
+
+impl Tool for MoveNote {
+    type Args = MoveNoteArgs;
+    type Output = MoveNoteOutput;
+
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "move_note",
+            description: "Move or rename a note, updating links to it across the vault (update_backlinks). Moving to another folder, or over an existing note, needs the human's confirmation.",
+            annotations: Annotations::writes(true, false),
+            scope: "write:notes",
+            changes_notes: true,
+            gating: Gating::bound_to(ConfirmationTargets::PathAcl),
+        }
+    }
+
+    fn precheck(&self, cx: &ToolCx<'_>, args: &MoveNoteArgs) -> Result<Precheck, ToolError> {
+        let Transfer {
+            from,
+            to,
+            target_exists,
+        } = transfer_precheck(cx, &args.from, &args.to, args.overwrite, |from| {
+            WriteKind::Move { from }
+        })?;
+        let plan = if args.update_backlinks {
+            let plan = backlink_plan(cx, &from, &to)?;
+            judge_backlinks(cx, &plan, &to).map_err(|b| ToolError::convention(&b))?;
+            Some(plan)
+        } else {
+            None
+        };
+        // r[impl tools.move-note.confirm]
+        let needs_confirmation = from.parent() != to.parent() || target_exists;
+        Ok(Precheck {
+            needs_confirmation,
+            acl: vec![(AclOp::Write, from), (AclOp::Write, to)],
+            payload: plan.map(|plan| Arc::new(plan) as _),
+        })
+    }
+
+    // r[impl tools.summary.move]
+    fn summary(
+        &self,
+        _cx: &ToolCx<'_>,
+        args: &MoveNoteArgs,
+        precheck: &Precheck,
+        state: &TargetState,
+    ) -> Summary {
+        let overwrites = note(&args.to)
+            .ok()
+            .and_then(|to| state.observed_hash(&to))
+            .is_some_and(|hash| hash.is_some());
+        let mut summary = Summary::new(format!("move {} -> {}", args.from, args.to))
+            .target(&args.from)
+            .target(&args.to);
+        if overwrites {
+            summary = summary.detail(format!("replaces the note already at {}", args.to));
+        }
+        let plan = precheck
+            .payload
+            .as_ref()
+            .and_then(|p| p.downcast_ref::<RewritePlan>());
+        match plan {
+            Some(plan) if !plan.notes.is_empty() => {
+                summary = summary.detail(format!(
+                    "rewrites {} link(s) in {} note(s):",
+                    plan.links(),
+                    plan.notes.len()
+                ));
+                for touched in plan.notes.iter().take(SUMMARY_BACKLINKS) {
+                    summary = summary.detail(format!(
+                        "  {} ({} link(s))",
+                        touched.path.as_str(),
+                        touched.links
+                    ));
+                }
+                if plan.notes.len() > SUMMARY_BACKLINKS {
+                    summary = summary.detail(format!(
+                        "  … and {} more note(s)",
+                        plan.notes.len() - SUMMARY_BACKLINKS
+                    ));
+                }
+            }
+            Some(_) => summary = summary.detail("no note links to it"),
+            None => summary = summary.detail("links to it are left as they are"),
+        }
+        summary
+    }
+
+    fn run(
+        &self,
+        cx: &ToolCx<'_>,
+        args: &MoveNoteArgs,
+        _precheck: &Precheck,
+        state: &TargetState,
+    ) -> Result<MoveNoteOutput, HandlerFailure> {
+        let from = note(&args.from)?;
+        let to = note(&args.to)?;
+        let source = read_as_observed(cx, state, &from)?.ok_or_else(|| not_found(&from))?;
+        let target = read_as_observed(cx, state, &to)?;
+        let plan = if args.update_backlinks {
+            let plan = backlink_plan(cx, &from, &to)?;
+            judge_backlinks(cx, &plan, &to)
+                .map_err(HandlerFailure::ConventionBlockedBeforeWrite)?;
+            Some(plan)
+        } else {
+            None
+        };
+        // The source is checked again right before the rename (the observed hash guard).
+        if cx.vault().read(&from)?.hash != source.hash {
+            return Err(ToolError::from(VaultError::ConcurrentModification {
+                path: from.as_str().to_owned(),
+                expected: source.hash,
+                actual: "changed".to_owned(),
+            })
+            .into());
+        }
+        cx.vault().rename(&from, &to, target.is_some())?;
+        let mut report = BacklinkReport {
+            notes_updated: Vec::new(),
+            links_updated: 0,
+            skipped: Vec::new(),
+        };
+        if let Some(plan) = plan {
+            for touched in &plan.notes {
+                let guard = Precondition::HashIs(touched.hash.clone());
+                match cx
+                    .vault()
+                    .write(&touched.path, touched.new_content.as_bytes(), &guard)
+                {
+                    Ok(_) => {
+                        report.notes_updated.push(touched.path.as_str().to_owned());
+                        report.links_updated += touched.links;
+                    }
+                    Err(e) => report.skipped.push(SkippedBacklink {
+                        path: touched.path.as_str().to_owned(),
+                        code: ToolError::from(&e).code.as_str().to_owned(),
+                    }),
+                }
+            }
+        }
+        Ok(MoveNoteOutput {
+            from: from.as_str().to_owned(),
+            to: to.as_str().to_owned(),
+            overwrote: target.is_some(),
+            backlinks: report,
+        })
+    }
+}
+
+// ---------------------------------------------------------------- copy_note
+
+/// `copy_note` arguments.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CopyNoteArgs {
+    /// The note to copy.
+    #[schemars(length(min = 1, max = 4096))]
+    pub from: String,
+    /// The path of the copy, ending in .md.
+    #[schemars(length(min = 1, max = 4096))]
+    pub to: String,
+    /// Replace a note already at `to`.
+    #[serde(default)]
+    pub overwrite: bool,
+}
+
+/// `copy_note`'s result.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct CopyNoteOutput {
+    pub from: String,
+    pub to: String,
+    pub overwrote: bool,
+    pub content_hash: String,
+}
+
+#[derive(Debug)]
+pub struct CopyNote;
+
+impl Tool for CopyNote {
+    type Args = CopyNoteArgs;
+    type Output = CopyNoteOutput;
+
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "copy_note",
+            description: "Copy a note. Copying over an existing note (overwrite) needs the human's confirmation.",
+            annotations: Annotations::writes(true, true),
+            scope: "write:notes",
+            changes_notes: true,
+            gating: Gating::bound_to(ConfirmationTargets::PathAcl),
+        }
+    }
+
+    fn precheck(&self, cx: &ToolCx<'_>, args: &CopyNoteArgs) -> Result<Precheck, ToolError> {
+        let Transfer {
+            from,
+            to,
+            target_exists,
+        } = transfer_precheck(cx, &args.from, &args.to, args.overwrite, |from| {
+            WriteKind::Copy { from }
+        })?;
+        Ok(Precheck {
+            needs_confirmation: target_exists,
+            acl: vec![(AclOp::Read, from), (AclOp::Write, to)],
+            payload: None,
+        })
+    }
+
+    fn summary(
+        &self,
+        cx: &ToolCx<'_>,
+        args: &CopyNoteArgs,
+        _precheck: &Precheck,
+        _state: &TargetState,
+    ) -> Summary {
+        let mut summary = Summary::new(format!(
+            "copy {} over the existing note {}",
+            args.from, args.to
+        ))
+        .target(&args.from)
+        .target(&args.to);
+        if let (Ok(from), Ok(to)) = (note(&args.from), note(&args.to))
+            && let (Ok(Some(source)), Ok(Some(target))) =
+                (cx.vault().read_if_exists(&from), cx.vault().read_if_exists(&to))
+        {
+            summary = summary
+                .detail(format!(
+                    "size: {} -> {} bytes",
+                    target.bytes.len(),
+                    source.bytes.len()
+                ))
+                .diff(&target.text(), &source.text());
+        }
+        summary
+    }
+
+    fn run(
+        &self,
+        cx: &ToolCx<'_>,
+        args: &CopyNoteArgs,
+        _precheck: &Precheck,
+        state: &TargetState,
+    ) -> Result<CopyNoteOutput, HandlerFailure> {
+        let from = note(&args.from)?;
+        let to = note(&args.to)?;
+        let source = read_as_observed(cx, state, &from)?.ok_or_else(|| not_found(&from))?;
+        let target = read_as_observed(cx, state, &to)?;
+        let outcome = cx
+            .vault()
+            .write(&to, &source.bytes, &guard_for(target.as_ref()))?;
+        Ok(CopyNoteOutput {
+            from: from.as_str().to_owned(),
+            to: to.as_str().to_owned(),
+            overwrote: !outcome.created,
+            content_hash: outcome.hash,
+        })
+    }
+}

@@ -1,0 +1,35 @@
+//! tc-tools: the tool framework every subsystem crate builds its tools on (spec/dispatch.md,
+//! spec/tools.md `tools.schema`, `tools.output-schema`, `tools.annotations`,
+//! `tools.summary`, `tools.progress`; spec/drift.md `drift.targets-declared`,
+//! `drift.startup-refusal`; spec/results.md; CONTRACT.md §3, §4).
+//!
+//! A tool is a type implementing [`Tool`]: typed arguments (a serde struct deriving
+//! `schemars::JsonSchema`, the one source of the advertised `inputSchema`, the validation,
+//! the defaults and the value `args_hash` is computed over), a typed result (its schema is
+//! the `outputSchema`), the gate declarations of its [`ToolSpec`], and the steps the
+//! [`Pipeline`] calls: precheck, the state of its confirmation targets, the summary the
+//! human approves, and the handler. A subsystem crate adds its tools to a [`Registry`]
+//! through one `register(...)`; the pipeline never changes when a tool is added.
+
+pub mod context;
+pub mod error;
+pub mod paging;
+pub mod pipeline;
+pub mod registry;
+pub mod schema;
+pub mod summary;
+pub mod tool;
+
+pub use context::{
+    BindingError, CallControl, CallerContext, CancelSource, CancellationFlag, NoProgress,
+    ProgressSink, ToolCx, VaultBinding,
+};
+pub use error::{ErrorCode, Recovery, ToolError};
+pub use paging::{PageLimits, PagingSetup, wire_cost};
+pub use pipeline::{Approval, Pipeline, Prepared};
+pub use registry::{Registry, RegistryBuildError, ToolDef};
+pub use summary::{Summary, escape_for_terminal};
+pub use tool::{
+    Annotations, Gating, HandlerFailure, Payload, Precheck, TargetState, Tool, ToolOutput,
+    ToolSpec, path_state,
+};

@@ -1,0 +1,215 @@
+//! What the human approves: a bounded, escaped summary of a gated call (spec/tools.md
+//! `tools.summary`, `tools.summary.escaped`, `tools.summary.bounded`).
+//!
+//! A summary names the tool, its targets and what would change (for a write the old and new
+//! sizes and a short unified diff; for a move from → to and the backlinks it would rewrite;
+//! for a delete the note and whether it is restorable). The gate stores the rendered text
+//! with the raised request, so `obsidian-tc pending`, `obsidian-tc elicit` and the
+//! confirmation form all show the same words. Rendering escapes every control, bidi and
+//! zero-width character (a note's text cannot rewrite the approver's terminal or reorder
+//! what they read) and marks what was cut.
+
+use std::fmt::Write as _;
+
+use crate::tool::Precheck;
+
+/// The most bytes a rendered summary holds (the cut is marked inside it).
+pub const MAX_SUMMARY_BYTES: usize = 4096;
+/// The most lines of a diff a summary shows.
+pub const MAX_DIFF_LINES: usize = 24;
+/// The most bytes of one line of a summary.
+pub const MAX_LINE_BYTES: usize = 240;
+
+/// A gated call's summary, before rendering.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Summary {
+    /// One line: what the call does.
+    pub headline: String,
+    /// The paths (or other targets) it acts on.
+    pub targets: Vec<String>,
+    /// Further lines: sizes, a diff, the backlinks a move rewrites.
+    pub details: Vec<String>,
+}
+
+impl Summary {
+    pub fn new(headline: impl Into<String>) -> Self {
+        Summary {
+            headline: headline.into(),
+            ..Summary::default()
+        }
+    }
+
+    pub fn target(mut self, target: impl Into<String>) -> Self {
+        self.targets.push(target.into());
+        self
+    }
+
+    pub fn detail(mut self, line: impl Into<String>) -> Self {
+        self.details.push(line.into());
+        self
+    }
+
+    /// Adds a unified diff of `old` → `new` (at most [`MAX_DIFF_LINES`] lines, the rest
+    /// counted).
+    pub fn diff(mut self, old: &str, new: &str) -> Self {
+        let diff = similar::TextDiff::from_lines(old, new);
+        let text = diff
+            .unified_diff()
+            .context_radius(2)
+            .header("before", "after")
+            .to_string();
+        let lines: Vec<&str> = text.lines().collect();
+        for line in lines.iter().take(MAX_DIFF_LINES) {
+            self.details.push((*line).to_owned());
+        }
+        if lines.len() > MAX_DIFF_LINES {
+            self.details
+                .push(format!("[… {} more diff lines]", lines.len() - MAX_DIFF_LINES));
+        }
+        self
+    }
+
+    /// The summary of a tool that says nothing more than its declared paths.
+    pub fn targets_only(tool: &str, precheck: &Precheck) -> Self {
+        let mut summary = Summary::new(format!("{tool} on the paths it declares"));
+        for (op, path) in &precheck.acl {
+            summary
+                .targets
+                .push(format!("{} ({op})", path.as_str()));
+        }
+        summary
+    }
+
+    /// The text a human reads: tool, vault, caller and args_hash (never cut), then the
+    /// headline, targets and details, each line escaped and bounded, the whole at most
+    /// [`MAX_SUMMARY_BYTES`] with the cut marked.
+    pub fn render(&self, tool: &str, vault: &str, caller: &str, args_hash: &str) -> String {
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "{} in vault {} for caller {}",
+            line(tool),
+            line(vault),
+            line(caller)
+        );
+        let _ = writeln!(out, "args_hash {}", line(args_hash));
+        let head_len = out.len();
+        let mut body = String::new();
+        let _ = writeln!(body, "{}", line(&self.headline));
+        for target in &self.targets {
+            let _ = writeln!(body, "  target: {}", line(target));
+        }
+        for detail in &self.details {
+            let _ = writeln!(body, "  {}", line(detail));
+        }
+        let room = MAX_SUMMARY_BYTES.saturating_sub(head_len);
+        if body.len() > room {
+            // Room for the marker itself: "[… summary cut: N more bytes]" with N < 10^20.
+            let keep = floor_char_boundary(&body, room.saturating_sub(64));
+            let cut_bytes = body.len() - keep;
+            body.truncate(keep);
+            let _ = write!(body, "\n[… summary cut: {cut_bytes} more bytes]\n");
+        }
+        out.push_str(&body);
+        out.trim_end().to_owned()
+    }
+}
+
+fn floor_char_boundary(text: &str, at: usize) -> usize {
+    let mut at = at.min(text.len());
+    while at > 0 && !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    at
+}
+
+/// One line of a summary: escaped, and cut at [`MAX_LINE_BYTES`] with the cut marked.
+fn line(text: &str) -> String {
+    let escaped = escape_for_terminal(text);
+    if escaped.len() <= MAX_LINE_BYTES {
+        return escaped;
+    }
+    let keep = floor_char_boundary(&escaped, MAX_LINE_BYTES);
+    format!("{}[… {} more bytes]", &escaped[..keep], escaped.len() - keep)
+}
+
+/// Whether `c` would change how a terminal shows what follows it, or hide itself: C0 and
+/// C1 controls (newline included: a summary line is one line), DEL, the bidi embeddings,
+/// overrides, isolates and marks, and the zero-width characters.
+fn needs_escape(c: char) -> bool {
+    c.is_control()
+        || matches!(
+            c,
+            '\u{061C}'
+                | '\u{200B}'..='\u{200F}'
+                | '\u{202A}'..='\u{202E}'
+                | '\u{2060}'..='\u{2064}'
+                | '\u{2066}'..='\u{2069}'
+                | '\u{FEFF}'
+                | '\u{FFF9}'..='\u{FFFB}'
+        )
+}
+
+// r[impl tools.summary.escaped]
+/// `text` with every character that could rewrite a terminal or hide itself shown as
+/// `\u{XXXX}` (a backslash itself is doubled so an escape cannot be forged).
+pub fn escape_for_terminal(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c == '\\' {
+            out.push_str("\\\\");
+        } else if needs_escape(c) {
+            let _ = write!(out, "\\u{{{:04X}}}", c as u32);
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn controls_bidi_and_zero_width_are_shown_not_obeyed() {
+        let shown = escape_for_terminal("a\u{1b}[2Jb\u{202E}c\u{200B}d\ne\\u{41}");
+        assert_eq!(shown, "a\\u{001B}[2Jb\\u{202E}c\\u{200B}d\\u{000A}e\\\\u{41}");
+    }
+
+    #[test]
+    fn a_long_summary_is_cut_and_says_so_but_keeps_the_hash() {
+        let mut summary = Summary::new("overwrite big.md");
+        for i in 0..2000 {
+            summary = summary.detail(format!("line {i}"));
+        }
+        let text = summary.render("write_note", "main", "stdio", "0123456789abcdef");
+        assert!(text.len() <= MAX_SUMMARY_BYTES, "{}", text.len());
+        assert!(text.contains("args_hash 0123456789abcdef"));
+        assert!(text.contains("summary cut"));
+    }
+
+    #[test]
+    fn a_diff_is_bounded() {
+        let old: String = (0..100).map(|i| format!("{i}\n")).collect();
+        let new: String = (0..100).map(|i| format!("{}\n", i * 2)).collect();
+        let summary = Summary::new("x").diff(&old, &new);
+        assert!(summary.details.len() <= MAX_DIFF_LINES + 1);
+        assert!(summary.details.last().unwrap().contains("more diff lines"));
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+        #[test]
+        fn rendered_summaries_hold_no_raw_control_or_bidi(text in any::<String>(), n in 0usize..50) {
+            let mut summary = Summary::new(text.clone()).target(text.clone());
+            for _ in 0..n { summary = summary.detail(text.clone()); }
+            let shown = summary.render(&text, "v", "c", "h");
+            prop_assert!(shown.len() <= MAX_SUMMARY_BYTES);
+            for c in shown.chars() {
+                prop_assert!(c == '\n' || !needs_escape(c), "{:?}", c);
+            }
+        }
+    }
+}
