@@ -49,7 +49,11 @@ fn the_text_copy_counts_every_escape() {
         let json = serde_json::to_string(text).unwrap();
         let copy = serde_json::to_string(&json).unwrap();
         // The copy's own two quotes are part of the frame.
-        assert_eq!(wire_cost(json.as_bytes()), json.len() + copy.len() - 2, "{text:?}");
+        assert_eq!(
+            wire_cost(json.as_bytes()),
+            json.len() + copy.len() - 2,
+            "{text:?}"
+        );
     }
 }
 
@@ -83,7 +87,9 @@ fn the_overflow_carries_size_and_limit_for_the_error_details() {
     );
     assert_eq!(
         overflow.to_string(),
-        format!("the result is at least {bound} bytes, over the response limit of {cap} bytes (governor.maxResponseBytes); narrow the request")
+        format!(
+            "the result is at least {bound} bytes, over the response limit of {cap} bytes (governor.maxResponseBytes); narrow the request"
+        )
     );
     let exact = governor.admit_serialized(vec![b'x'; 150]);
     assert_eq!(
@@ -94,9 +100,10 @@ fn the_overflow_carries_size_and_limit_for_the_error_details() {
             exact: true
         })
     );
-    assert!(exact.err().is_some_and(|o| o
-        .to_string()
-        .starts_with(&format!("the result is {} bytes", FRAME + 300))));
+    assert!(exact.err().is_some_and(|o| {
+        o.to_string()
+            .starts_with(&format!("the result is {} bytes", FRAME + 300))
+    }));
     assert_eq!(
         governor.admit_serialized(vec![b'x'; 50]).map(|b| b.len()),
         Ok(50)

@@ -195,10 +195,7 @@ impl Tool for RestoreNote {
     ) -> Result<TargetState, ToolError> {
         let path = note(&args.path)?;
         let mut state = path_state(cx.vault(), &precheck.declared_paths())?;
-        let snapshot = match cx
-            .vault()
-            .find_snapshot(&path, args.snapshot_id.as_deref())
-        {
+        let snapshot = match cx.vault().find_snapshot(&path, args.snapshot_id.as_deref()) {
             Ok(info) => Some(info.id.as_str().to_owned()),
             Err(VaultError::SnapshotNotFound { .. }) => None,
             Err(e) => return Err(e.into()),

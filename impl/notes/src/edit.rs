@@ -319,7 +319,9 @@ impl Tool for UpdateTask {
             let current = cx.vault().read_if_exists(&path).ok().flatten()?;
             let (task, _, rendered, _) = task_edit(cx, args, &current).ok()?;
             let text = current.text();
-            let before = line_at(&text, usize::try_from(args.line).ok()?)?.text.to_owned();
+            let before = line_at(&text, usize::try_from(args.line).ok()?)?
+                .text
+                .to_owned();
             Some((task, before, rendered))
         });
         match edit {

@@ -375,11 +375,7 @@ impl Tool for PruneHubLinks {
         }
     }
 
-    fn precheck(
-        &self,
-        cx: &ToolCx<'_>,
-        args: &PruneHubLinksArgs,
-    ) -> Result<Precheck, ToolError> {
+    fn precheck(&self, cx: &ToolCx<'_>, args: &PruneHubLinksArgs) -> Result<Precheck, ToolError> {
         let path = note(&args.path)?;
         let current = cx
             .vault()

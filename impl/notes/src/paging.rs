@@ -10,8 +10,8 @@ use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::{Serialize, Serializer};
 use serde_json::{Map, Value};
 use tc_tools::{
-    Annotations, ErrorCode, Gating, HandlerFailure, Precheck, TargetState, Tool, ToolCx,
-    ToolError, ToolOutput, ToolSpec,
+    Annotations, ErrorCode, Gating, HandlerFailure, Precheck, TargetState, Tool, ToolCx, ToolError,
+    ToolOutput, ToolSpec,
 };
 
 use crate::paging_tools::{
@@ -25,8 +25,9 @@ fn tool_error(error: PagingError) -> ToolError {
             let pointer = if pointer.is_empty() { "/" } else { pointer };
             ToolError::validation(pointer, message.clone())
         }
-        PagingError::Cursor(_) => ToolError::new(ErrorCode::InvalidInput, error.to_string())
-            .with_details(error.details()),
+        PagingError::Cursor(_) => {
+            ToolError::new(ErrorCode::InvalidInput, error.to_string()).with_details(error.details())
+        }
         PagingError::Vault(vault) => ToolError::from(vault),
         PagingError::Internal(_) => ToolError::internal("paging the notes"),
     }
@@ -159,8 +160,8 @@ impl Tool for ReadNotes {
         _precheck: &Precheck,
         _state: &TargetState,
     ) -> Result<Self::Output, HandlerFailure> {
-        let page = read_notes(&context(cx), &cx.caller.id, &cx.caller.scopes, args)
-            .map_err(tool_error)?;
+        let page =
+            read_notes(&context(cx), &cx.caller.id, &cx.caller.scopes, args).map_err(tool_error)?;
         Ok(PageJson::new(page.json))
     }
 
@@ -195,8 +196,8 @@ impl Tool for ListNotes {
         _precheck: &Precheck,
         _state: &TargetState,
     ) -> Result<Self::Output, HandlerFailure> {
-        let page = list_notes(&context(cx), &cx.caller.id, &cx.caller.scopes, args)
-            .map_err(tool_error)?;
+        let page =
+            list_notes(&context(cx), &cx.caller.id, &cx.caller.scopes, args).map_err(tool_error)?;
         Ok(PageJson::new(page.json))
     }
 

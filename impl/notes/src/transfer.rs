@@ -370,8 +370,10 @@ impl Tool for CopyNote {
         .target(&args.from)
         .target(&args.to);
         if let (Ok(from), Ok(to)) = (note(&args.from), note(&args.to))
-            && let (Ok(Some(source)), Ok(Some(target))) =
-                (cx.vault().read_if_exists(&from), cx.vault().read_if_exists(&to))
+            && let (Ok(Some(source)), Ok(Some(target))) = (
+                cx.vault().read_if_exists(&from),
+                cx.vault().read_if_exists(&to),
+            )
         {
             summary = summary
                 .detail(format!(

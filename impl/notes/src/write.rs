@@ -18,8 +18,8 @@ use tc_vault::vault::NoteContent;
 use tc_vault::wiki::SealState;
 
 use crate::common::{
-    bytes, check_prev_hash, exists_error, guard_for, kind_for, note, preflight,
-    prior_of, read_as_observed,
+    bytes, check_prev_hash, exists_error, guard_for, kind_for, note, preflight, prior_of,
+    read_as_observed,
 };
 
 // ---------------------------------------------------------------- write_note
@@ -248,11 +248,7 @@ impl Tool for CommitWikiPage {
         }
     }
 
-    fn precheck(
-        &self,
-        cx: &ToolCx<'_>,
-        args: &CommitWikiPageArgs,
-    ) -> Result<Precheck, ToolError> {
+    fn precheck(&self, cx: &ToolCx<'_>, args: &CommitWikiPageArgs) -> Result<Precheck, ToolError> {
         let path = note(&args.path)?;
         let current = cx.vault().read_if_exists(&path)?;
         preflight(

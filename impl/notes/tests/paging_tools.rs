@@ -12,13 +12,13 @@ use serde_json::{Value, json};
 use tc_gate::clock::{ManualClock, SeededEntropy};
 use tc_gate::cursor::{CURSOR_TTL_MS, CursorCodec};
 use tc_gate::keys::ServerSecret;
-use tc_vault::acl::ScopeRuleConfig;
+use tc_notes::paging_tools::{
+    LIST_NOTES, ListNotesArgs, PageOutput, PagingContext, PagingError, READ_NOTES, ReadNotesArgs,
+    list_notes, position_reserve, read_notes,
+};
 use tc_tools::paging::RESPONSE_FRAME_BYTES;
 use tc_tools::{PageLimits, wire_cost};
-use tc_notes::paging_tools::{
-    LIST_NOTES, ListNotesArgs, PageOutput, PagingContext, PagingError, READ_NOTES,
-    ReadNotesArgs, list_notes, position_reserve, read_notes,
-};
+use tc_vault::acl::ScopeRuleConfig;
 use tc_vault::{Acl, AclConfig, Scopes, Vault, content_hash};
 
 struct Fixture {

@@ -3,8 +3,8 @@
 mod tools_support;
 
 use serde_json::json;
-use tc_vault::acl::AclConfig;
 use tc_tools::ErrorCode;
+use tc_vault::acl::AclConfig;
 use tools_support::{Fx, Scenario, code, deny_write_all, forbid_all, with_token};
 
 fn delete_scenario() -> Scenario<'static> {

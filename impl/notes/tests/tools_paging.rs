@@ -4,9 +4,9 @@
 mod tools_support;
 
 use serde_json::json;
-use tc_vault::acl::{AclConfig, Scopes};
 use tc_tools::CallControl;
 use tc_tools::{CallerContext, ErrorCode};
+use tc_vault::acl::{AclConfig, Scopes};
 use tools_support::{Fx, caller, code};
 
 // r[verify tools.read-notes]

@@ -7,9 +7,9 @@ use std::sync::Arc;
 
 use serde_json::json;
 use tc_gate::Verifier;
+use tc_tools::{CallerContext, ErrorCode};
 use tc_vault::acl::Scopes;
 use tc_vault::conventions::ConventionConfig;
-use tc_tools::{CallerContext, ErrorCode};
 use tools_support::{Fx, Scenario, code, deny_write_all, with_token};
 
 /// Done on 2026-11-01, 29 days before the fixture's clock.

@@ -4,8 +4,8 @@
 mod tools_support;
 
 use serde_json::json;
-use tc_vault::conventions::ConventionConfig;
 use tc_tools::ErrorCode;
+use tc_vault::conventions::ConventionConfig;
 use tools_support::{Fx, Scenario, code, deny_write_all, forbid_all, with_token};
 
 // ---------------------------------------------------------------- write_note

@@ -13,11 +13,11 @@
 use rmcp::ErrorData;
 use rmcp::model::{ListResourcesResult, ReadResourceResult, Resource, ResourceContents};
 use serde_json::{Value, json};
-use tc_vault::acl::AclOp;
 use tc_notes::paging_tools::{self, ListNotesArgs, PagingContext};
-use tc_tools::PageLimits;
-use tc_vault::path::VaultPath;
 use tc_tools::CallerContext;
+use tc_tools::PageLimits;
+use tc_vault::acl::AclOp;
+use tc_vault::path::VaultPath;
 
 use crate::auth::Caller;
 use crate::dispatch::ServerCore;

@@ -98,9 +98,7 @@ pub fn judge_answer(result: &Value) -> Answer {
 
 /// The prompt's message: what the human is asked to approve, exactly.
 pub fn prompt_message(summary: &str) -> String {
-    format!(
-        "An AI agent asks to run the call below. Approve this exact call, once?\n\n{summary}"
-    )
+    format!("An AI agent asks to run the call below. Approve this exact call, once?\n\n{summary}")
 }
 
 // r[impl trip.modern.shape]

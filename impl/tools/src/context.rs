@@ -127,8 +127,7 @@ impl CancellationFlag {
     }
 
     pub fn is_cancelled(&self) -> bool {
-        self.local.load(Ordering::SeqCst)
-            || self.source.as_ref().is_some_and(|s| s.is_cancelled())
+        self.local.load(Ordering::SeqCst) || self.source.as_ref().is_some_and(|s| s.is_cancelled())
     }
 }
 

@@ -61,8 +61,6 @@ pub enum Approval {
     },
 }
 
-
-
 /// A call that passed every stage up to the confirmation gate.
 #[derive(Clone)]
 pub struct Prepared {
@@ -387,7 +385,12 @@ impl Pipeline {
         prepared
             .def
             .tool
-            .summary(&cx, &prepared.args.typed, &prepared.precheck, &prepared.state)
+            .summary(
+                &cx,
+                &prepared.args.typed,
+                &prepared.precheck,
+                &prepared.state,
+            )
             .render(
                 prepared.tool(),
                 prepared.vault_id(),

@@ -52,12 +52,11 @@ impl ToolDef {
     pub fn of<T: Tool>(tool: T) -> Result<Self, RegistryBuildError> {
         let spec = tool.spec();
         let input = input_schema::<T::Args>(spec.gating.gated);
-        let validator = ArgsValidator::compile(&input).map_err(|error| {
-            RegistryBuildError::Schema {
+        let validator =
+            ArgsValidator::compile(&input).map_err(|error| RegistryBuildError::Schema {
                 tool: spec.name.to_owned(),
                 error,
-            }
-        })?;
+            })?;
         Ok(ToolDef {
             name: spec.name.to_owned(),
             description: spec.description.to_owned(),
@@ -125,7 +124,10 @@ impl fmt::Debug for ParsedArgs {
         f.debug_struct("ParsedArgs")
             .field("canonical", &self.canonical)
             .field("vault", &self.vault)
-            .field("elicit_token", &self.elicit_token.as_ref().map(|_| "<redacted>"))
+            .field(
+                "elicit_token",
+                &self.elicit_token.as_ref().map(|_| "<redacted>"),
+            )
             .finish()
     }
 }

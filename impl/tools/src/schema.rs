@@ -236,19 +236,22 @@ impl ArgsValidator {
                 match error.kind() {
                     jsonschema::error::ValidationErrorKind::Required { property } => {
                         let name = property.as_str().unwrap_or_default();
-                        vec![(format!("{at}/{}", escape_pointer(name)), "is required".to_owned())]
+                        vec![(
+                            format!("{at}/{}", escape_pointer(name)),
+                            "is required".to_owned(),
+                        )]
                     }
-                    jsonschema::error::ValidationErrorKind::AdditionalProperties {
-                        unexpected,
-                    } => unexpected
-                        .iter()
-                        .map(|name| {
-                            (
-                                format!("{at}/{}", escape_pointer(name)),
-                                "is not an argument of this tool".to_owned(),
-                            )
-                        })
-                        .collect(),
+                    jsonschema::error::ValidationErrorKind::AdditionalProperties { unexpected } => {
+                        unexpected
+                            .iter()
+                            .map(|name| {
+                                (
+                                    format!("{at}/{}", escape_pointer(name)),
+                                    "is not an argument of this tool".to_owned(),
+                                )
+                            })
+                            .collect()
+                    }
                     _ => vec![(
                         if at.is_empty() { "/".to_owned() } else { at },
                         error.to_string(),

@@ -63,8 +63,10 @@ impl Summary {
             self.details.push((*line).to_owned());
         }
         if lines.len() > MAX_DIFF_LINES {
-            self.details
-                .push(format!("[… {} more diff lines]", lines.len() - MAX_DIFF_LINES));
+            self.details.push(format!(
+                "[… {} more diff lines]",
+                lines.len() - MAX_DIFF_LINES
+            ));
         }
         self
     }
@@ -73,9 +75,7 @@ impl Summary {
     pub fn targets_only(tool: &str, precheck: &Precheck) -> Self {
         let mut summary = Summary::new(format!("{tool} on the paths it declares"));
         for (op, path) in &precheck.acl {
-            summary
-                .targets
-                .push(format!("{} ({op})", path.as_str()));
+            summary.targets.push(format!("{} ({op})", path.as_str()));
         }
         summary
     }
@@ -130,7 +130,11 @@ fn line(text: &str) -> String {
         return escaped;
     }
     let keep = floor_char_boundary(&escaped, MAX_LINE_BYTES);
-    format!("{}[… {} more bytes]", &escaped[..keep], escaped.len() - keep)
+    format!(
+        "{}[… {} more bytes]",
+        &escaped[..keep],
+        escaped.len() - keep
+    )
 }
 
 /// Whether `c` would change how a terminal shows what follows it, or hide itself: C0 and
@@ -175,7 +179,10 @@ mod tests {
     #[test]
     fn controls_bidi_and_zero_width_are_shown_not_obeyed() {
         let shown = escape_for_terminal("a\u{1b}[2Jb\u{202E}c\u{200B}d\ne\\u{41}");
-        assert_eq!(shown, "a\\u{001B}[2Jb\\u{202E}c\\u{200B}d\\u{000A}e\\\\u{41}");
+        assert_eq!(
+            shown,
+            "a\\u{001B}[2Jb\\u{202E}c\\u{200B}d\\u{000A}e\\\\u{41}"
+        );
     }
 
     #[test]

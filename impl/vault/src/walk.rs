@@ -31,9 +31,9 @@ use std::io;
 use std::iter::Peekable;
 
 use serde::Serialize;
-use tc_gate::governor::wire_cost;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
+use tc_gate::governor::wire_cost;
 
 use crate::acl::{Acl, AclOp, Scopes};
 use crate::error::{VaultError, VaultResult};
@@ -877,7 +877,11 @@ mod tests {
         let acl = Acl::unrestricted();
         let scopes = Scopes::all();
         let path = VaultPath::parse("a.md").unwrap();
-        let size = wire_cost(&NoteEntryEncoder.encode(&f.vault, &path, usize::MAX).unwrap());
+        let size = wire_cost(
+            &NoteEntryEncoder
+                .encode(&f.vault, &path, usize::MAX)
+                .unwrap(),
+        );
         let pages = paginate(&f.vault, &acl, &scopes, size);
         assert_eq!(
             pages.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>(),

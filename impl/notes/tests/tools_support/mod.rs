@@ -11,12 +11,12 @@ use tc_gate::clock::{ManualClock, SeededEntropy};
 use tc_gate::cursor::CursorCodec;
 use tc_gate::keys::{KeyPurpose, ServerSecret};
 use tc_gate::{CallBinding, Gate, GateConfig, Store};
-use tc_vault::acl::{AclConfig, Scopes};
-use tc_vault::conventions::ConventionConfig;
 use tc_tools::{
     Approval, CallControl, CallerContext, ErrorCode, PageLimits, PagingSetup, Pipeline, Registry,
     ToolError, VaultBinding,
 };
+use tc_vault::acl::{AclConfig, Scopes};
+use tc_vault::conventions::ConventionConfig;
 use tc_vault::vault::{Vault, snapshot_dir_for};
 use tc_vault::{WikiSealer, seal_dir_for};
 
