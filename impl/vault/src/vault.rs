@@ -1,19 +1,18 @@
-//! One vault on disk: reading, hashing, atomic writes, moves, copies, deletes, and the
-//! delete snapshots `restore_note` restores from (issue 4 item 1; CONTRACT.md §3, §4).
+//! One vault on disk: reading, hashing, atomic writes, moves, copies, deletes (issue 4 item 1;
+//! CONTRACT.md §3, §4). The delete snapshots `restore_note` restores from are in
+//! `vault/snapshots.rs`, a child module so they share the vault's lock and file helpers
+//! without widening their visibility.
 //!
 //! - Content hash: the lowercase hex SHA-256 of the note's bytes (all 64 digits,
 //!   spec `vault.content-hash`). It is what `read_notes` reports as `content_hash` and what
 //!   `write_note`'s `prev_hash` is compared with.
 //! - Writes are atomic: a temp file (hidden, so Obsidian ignores it) in the target's folder,
-//!   written, fsynced, renamed over the target, then the folder fsynced. A reader sees the
-//!   old note or the new one, never a torn one, and a crash leaves one or the other.
-//!   Create-only writes rename with no-clobber semantics (`renameat2(RENAME_NOREPLACE)` or
-//!   link+unlink), so two racing creators cannot both win.
+//!   written, fsynced, renamed over the target, then the folder fsynced (spec
+//!   `vault.write.atomic`). A reader sees the old note or the new one, never a torn one, and
+//!   a crash leaves one or the other. Create-only writes rename with no-clobber semantics
+//!   (`renameat2(RENAME_NOREPLACE)` or link+unlink), so two racing creators cannot both win.
 //! - Preconditions (`prev_hash`, create-only) are checked and the write done under one
 //!   per-vault lock, so calls in this process cannot interleave between check and rename.
-//! - Snapshots live in a folder outside the vault (`<cacheDir>/snapshots/<vault-id>/`):
-//!   deleting first renames the note aside inside its own folder, snapshots exactly the
-//!   bytes it moved, and only then removes it; a failed snapshot puts the note back.
 
 use std::fs::{self, File};
 use std::io::{self, Read, Write};
@@ -28,6 +27,10 @@ use crate::acl::AclConfig;
 use crate::conventions::ConventionConfig;
 use crate::error::{VaultError, VaultResult};
 use crate::path::{VaultPath, VaultRoot};
+
+mod snapshots;
+
+pub use snapshots::{SnapshotId, SnapshotInfo, snapshot_dir_for};
 
 /// `[[vaults]]` as written in the config file (CONTRACT.md §2).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -94,94 +97,6 @@ pub struct WriteOutcome {
     /// Whether no note was there before.
     pub created: bool,
 }
-
-/// A snapshot id: `<created ms, 13+ digits>-<16 hex>`; sorts by creation time.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(try_from = "String", into = "String")]
-pub struct SnapshotId(String);
-
-impl SnapshotId {
-    /// Judges a `snapshot_id`: only the id format is accepted, since anything else could
-    /// name a path in the snapshot folder.
-    pub fn parse(raw: &str) -> Option<Self> {
-        let valid = raw.split_once('-').is_some_and(|(ms, nonce)| {
-            ms.len() >= 13
-                && ms.len() <= 20
-                && ms.bytes().all(|b| b.is_ascii_digit())
-                && nonce.len() == 16
-                && nonce
-                    .bytes()
-                    .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
-        });
-        valid.then(|| SnapshotId(raw.to_owned()))
-    }
-
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-impl TryFrom<String> for SnapshotId {
-    type Error = String;
-    fn try_from(raw: String) -> Result<Self, String> {
-        SnapshotId::parse(&raw).ok_or_else(|| format!("{raw:?} is not a snapshot id"))
-    }
-}
-
-impl From<SnapshotId> for String {
-    fn from(id: SnapshotId) -> String {
-        id.0
-    }
-}
-
-/// One stored snapshot of a deleted note.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SnapshotInfo {
-    pub id: SnapshotId,
-    #[serde(with = "path_as_string")]
-    pub path: VaultPath,
-    pub created_ms: i64,
-    pub size: u64,
-    pub content_hash: String,
-}
-
-mod path_as_string {
-    use crate::path::VaultPath;
-    use serde::{Deserialize, Deserializer, Serializer};
-
-    pub fn serialize<S: Serializer>(path: &VaultPath, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(path.as_str())
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<VaultPath, D::Error> {
-        let raw = String::deserialize(d)?;
-        VaultPath::parse(&raw).map_err(serde::de::Error::custom)
-    }
-}
-
-/// `<cacheDir>/snapshots/<vault-id>/`, the snapshot folder of one vault. The id becomes a
-/// folder name, so it must be one plain segment (letters, digits, `-`, `_`, `.`, not `.` or
-/// `..` alone); anything else is refused rather than allowed to point elsewhere.
-pub fn snapshot_dir_for(cache_dir: &Path, vault_id: &str) -> VaultResult<PathBuf> {
-    let plain = !vault_id.is_empty()
-        && vault_id.len() <= 128
-        && vault_id != "."
-        && vault_id != ".."
-        && vault_id
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
-    if plain {
-        Ok(cache_dir.join("snapshots").join(vault_id))
-    } else {
-        Err(VaultError::invalid(
-            vault_id,
-            "a vault id must be letters, digits, '-', '_' or '.'",
-        ))
-    }
-}
-
-const SNAPSHOT_META: &str = "meta.json";
-const SNAPSHOT_CONTENT: &str = "content";
 
 /// One vault: its id, its root, and where its delete snapshots go.
 #[derive(Debug)]
@@ -372,164 +287,6 @@ impl Vault {
         };
         self.write(to, &content.bytes, &precondition)
     }
-
-    /// Snapshots the note outside the vault, then deletes it (`delete_note` without
-    /// `permanent`).
-    pub fn snapshot_and_delete(&self, path: &VaultPath) -> VaultResult<SnapshotInfo> {
-        // The snapshot reads through a final link, so the link must stay inside the vault:
-        // otherwise a restore would copy an outside file in.
-        self.root.resolve_for_read(path)?;
-        let target = self.root.resolve_for_write(path)?;
-        let _guard = self.lock();
-        note_metadata_nofollow(path, &target)?;
-        // Move the note aside first, so the snapshot holds exactly the bytes removed even if
-        // an editor writes the note meanwhile (it would create a new note, not change ours).
-        let aside = target.with_file_name(format!(".tc-delete-{}.tmp", self.nonce_hex()));
-        fs::rename(&target, &aside).map_err(|e| not_found_or_io(path, "delete", e))?;
-        let snapshot = fs::read(&aside)
-            .map_err(|e| VaultError::io(path.as_str(), "read for snapshot", e))
-            .and_then(|bytes| self.store_snapshot(path, &bytes));
-        match snapshot {
-            Ok(info) => {
-                fs::remove_file(&aside).map_err(|e| VaultError::io(path.as_str(), "delete", e))?;
-                sync_parent(path, &target)?;
-                Ok(info)
-            }
-            Err(e) => {
-                // Put the note back; a note created at the path meanwhile is not replaced.
-                let _ = fs::hard_link(&aside, &target).and_then(|()| fs::remove_file(&aside));
-                Err(e)
-            }
-        }
-    }
-
-    /// Restores a snapshot of `path` (`restore_note.snapshot_id`; the latest when `None`)
-    /// with a create-only write: refuses with `note_exists` if a note is at the path now,
-    /// and with `note_not_found` if no such snapshot of this path exists (an id of another
-    /// note's snapshot, or a malformed id, included). The snapshot is kept.
-    pub fn restore(&self, path: &VaultPath, id: Option<&str>) -> VaultResult<SnapshotInfo> {
-        let info = self.find_snapshot(path, id)?;
-        let bytes = self.read_snapshot(&info)?;
-        self.write(path, &bytes, &Precondition::MustNotExist)?;
-        Ok(info)
-    }
-
-    /// The content a snapshot holds, checked against the hash recorded when it was taken
-    /// (so the write gate can judge a restore before anything is written).
-    pub fn read_snapshot(&self, info: &SnapshotInfo) -> VaultResult<Vec<u8>> {
-        let dir = self.snapshot_dir.join(info.id.as_str());
-        let bytes = fs::read(dir.join(SNAPSHOT_CONTENT))
-            .map_err(|e| VaultError::io(info.path.as_str(), "read snapshot", e))?;
-        if content_hash(&bytes) != info.content_hash {
-            return Err(VaultError::io(
-                info.path.as_str(),
-                "read snapshot",
-                io::Error::new(io::ErrorKind::InvalidData, "the snapshot is damaged"),
-            ));
-        }
-        Ok(bytes)
-    }
-
-    /// The snapshot `restore` would use, without restoring it (for the confirmation
-    /// fingerprint of `restore_note`).
-    pub fn find_snapshot(&self, path: &VaultPath, id: Option<&str>) -> VaultResult<SnapshotInfo> {
-        let not_found = || VaultError::SnapshotNotFound {
-            path: path.as_str().to_owned(),
-            id: id.map(str::to_owned),
-        };
-        match id {
-            Some(raw) => {
-                let id = SnapshotId::parse(raw).ok_or_else(not_found)?;
-                let info = self.load_snapshot(&id).map_err(|_| not_found())?;
-                if &info.path == path {
-                    Ok(info)
-                } else {
-                    Err(not_found())
-                }
-            }
-            None => self.snapshots(Some(path))?.pop().ok_or_else(not_found),
-        }
-    }
-
-    /// Every stored snapshot (of `path` only, when given), oldest first.
-    pub fn snapshots(&self, path: Option<&VaultPath>) -> VaultResult<Vec<SnapshotInfo>> {
-        let entries = match fs::read_dir(&self.snapshot_dir) {
-            Ok(entries) => entries,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => {
-                return Err(VaultError::io(
-                    self.snapshot_dir.display().to_string(),
-                    "list snapshots",
-                    e,
-                ));
-            }
-        };
-        let mut found = Vec::new();
-        for entry in entries {
-            let entry = entry.map_err(|e| {
-                VaultError::io(self.snapshot_dir.display().to_string(), "list snapshots", e)
-            })?;
-            // Half-written snapshots (`.partial`) and foreign files are not snapshots.
-            let Some(id) = entry.file_name().to_str().and_then(SnapshotId::parse) else {
-                continue;
-            };
-            if let Ok(info) = self.load_snapshot(&id)
-                && path.is_none_or(|p| &info.path == p)
-            {
-                found.push(info);
-            }
-        }
-        found.sort_by(|a, b| (a.created_ms, &a.id).cmp(&(b.created_ms, &b.id)));
-        Ok(found)
-    }
-
-    fn load_snapshot(&self, id: &SnapshotId) -> io::Result<SnapshotInfo> {
-        let meta = fs::read(self.snapshot_dir.join(id.as_str()).join(SNAPSHOT_META))?;
-        let info: SnapshotInfo = serde_json::from_slice(&meta)
-            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
-        if &info.id != id {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidData,
-                "snapshot id mismatch",
-            ));
-        }
-        Ok(info)
-    }
-
-    fn store_snapshot(&self, path: &VaultPath, bytes: &[u8]) -> VaultResult<SnapshotInfo> {
-        let created_ms = self.clock.now_ms();
-        let id = SnapshotId(format!("{:013}-{}", created_ms.max(0), self.nonce_hex()));
-        let info = SnapshotInfo {
-            id: id.clone(),
-            path: path.clone(),
-            created_ms,
-            size: bytes.len() as u64,
-            content_hash: content_hash(bytes),
-        };
-        let io_err = |e| VaultError::io(path.as_str(), "write snapshot", e);
-        fs::create_dir_all(&self.snapshot_dir).map_err(io_err)?;
-        // Write into a `.partial` folder and rename it into place, so a listed snapshot is
-        // always complete.
-        let partial = self.snapshot_dir.join(format!("{}.partial", id.as_str()));
-        fs::create_dir(&partial).map_err(io_err)?;
-        let meta = serde_json::to_vec(&info).map_err(|e| io_err(io::Error::other(e)))?;
-        let result = write_synced(&partial.join(SNAPSHOT_CONTENT), bytes)
-            .and_then(|()| write_synced(&partial.join(SNAPSHOT_META), &meta))
-            .and_then(|()| sync_dir(&partial))
-            .and_then(|()| fs::rename(&partial, self.snapshot_dir.join(id.as_str())))
-            .and_then(|()| sync_dir(&self.snapshot_dir));
-        if let Err(e) = result {
-            let _ = fs::remove_dir_all(&partial);
-            return Err(io_err(e));
-        }
-        Ok(info)
-    }
-
-    fn nonce_hex(&self) -> String {
-        let mut nonce = [0u8; 8];
-        self.entropy.fill(&mut nonce);
-        hex::encode(nonce)
-    }
 }
 
 /// The metadata of the note at `location`, which must be a file.
@@ -696,15 +453,6 @@ fn rename_no_clobber(
     }
 }
 
-fn write_synced(location: &Path, bytes: &[u8]) -> io::Result<()> {
-    let mut file = fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(location)?;
-    file.write_all(bytes)?;
-    file.sync_all()
-}
-
 /// Makes a rename in `dir` durable. Windows cannot open a folder for syncing; there the
 /// rename's own durability is all there is.
 fn sync_dir(dir: &Path) -> io::Result<()> {
@@ -756,13 +504,13 @@ mod tests {
     use super::*;
     use tc_gate::clock::{ManualClock, SeededEntropy};
 
-    struct Fixture {
-        _dir: tempfile::TempDir,
-        vault: Vault,
-        clock: ManualClock,
+    pub(super) struct Fixture {
+        pub(super) _dir: tempfile::TempDir,
+        pub(super) vault: Vault,
+        pub(super) clock: ManualClock,
     }
 
-    fn fixture() -> Fixture {
+    pub(super) fn fixture() -> Fixture {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().join("vault");
         fs::create_dir_all(&root).unwrap();
@@ -782,11 +530,11 @@ mod tests {
         }
     }
 
-    fn p(s: &str) -> VaultPath {
+    pub(super) fn p(s: &str) -> VaultPath {
         VaultPath::parse(s).unwrap()
     }
 
-    fn names_in(dir: &Path) -> Vec<String> {
+    pub(super) fn names_in(dir: &Path) -> Vec<String> {
         let mut names: Vec<String> = fs::read_dir(dir)
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -1001,59 +749,6 @@ mod tests {
         assert_eq!(f.vault.read(&p("copies/b.md")).unwrap().bytes, b"new");
     }
 
-    // r[verify vault.snapshot.delete]
-    // r[verify vault.snapshot.restore]
-    #[test]
-    fn delete_snapshot_restore() {
-        let f = fixture();
-        let path = p("inbox/idea.md");
-        f.vault.write(&path, b"first", &Precondition::None).unwrap();
-        let s1 = f.vault.snapshot_and_delete(&path).unwrap();
-        assert!(!f.vault.exists(&path).unwrap());
-        assert_eq!(
-            names_in(&f.vault.root().path().join("inbox")),
-            Vec::<String>::new()
-        );
-        f.clock.advance_ms(1000);
-        f.vault
-            .write(&path, b"second", &Precondition::None)
-            .unwrap();
-        // Restoring over an existing note is refused.
-        assert_eq!(
-            f.vault.restore(&path, None).unwrap_err().code(),
-            "note_exists"
-        );
-        let s2 = f.vault.snapshot_and_delete(&path).unwrap();
-        assert!(s2.id > s1.id);
-        let listed = f.vault.snapshots(Some(&path)).unwrap();
-        assert_eq!(listed, [s1.clone(), s2.clone()]);
-        // Latest by default.
-        assert_eq!(f.vault.restore(&path, None).unwrap().id, s2.id);
-        assert_eq!(f.vault.read(&path).unwrap().bytes, b"second");
-        f.vault.delete(&path).unwrap();
-        assert_eq!(f.vault.restore(&path, Some(s1.id.as_str())).unwrap(), s1);
-        assert_eq!(f.vault.read(&path).unwrap().bytes, b"first");
-        // Snapshots live outside the vault, under the snapshot folder.
-        assert!(!f.vault.snapshot_dir().starts_with(f.vault.root().path()));
-        assert_eq!(names_in(f.vault.snapshot_dir()).len(), 2);
-    }
-
-    // r[verify vault.snapshot.permanent]
-    #[test]
-    fn permanent_delete_keeps_no_snapshot() {
-        let f = fixture();
-        let path = p("gone.md");
-        f.vault.write(&path, b"bye", &Precondition::None).unwrap();
-        f.vault.delete(&path).unwrap();
-        assert!(!f.vault.exists(&path).unwrap());
-        assert!(f.vault.snapshots(None).unwrap().is_empty());
-        assert!(!f.vault.snapshot_dir().exists());
-        assert_eq!(
-            f.vault.restore(&path, None).unwrap_err().code(),
-            "note_not_found"
-        );
-    }
-
     // r[verify vault.write.atomic]
     #[test]
     fn readers_never_see_a_torn_write() {
@@ -1086,55 +781,6 @@ mod tests {
             .filter(|n| n != "torn.md")
             .collect();
         assert!(leftovers.is_empty(), "{leftovers:?}");
-    }
-
-    #[test]
-    fn snapshot_ids_are_judged() {
-        let f = fixture();
-        let path = p("x.md");
-        assert_eq!(
-            f.vault.restore(&path, None).unwrap_err().code(),
-            "note_not_found"
-        );
-        assert!(SnapshotId::parse("../../etc").is_none());
-        assert!(SnapshotId::parse("1800000000000-00112233445566ZZ").is_none());
-        let err = f
-            .vault
-            .restore(&path, Some("../../etc/passwd"))
-            .unwrap_err();
-        assert_eq!(err.code(), "note_not_found");
-        assert_eq!(err.details()["snapshot_id"], "../../etc/passwd");
-        let other = p("y.md");
-        f.vault.write(&other, b"y", &Precondition::None).unwrap();
-        let s = f.vault.snapshot_and_delete(&other).unwrap();
-        // Another note's snapshot does not restore at this path.
-        assert_eq!(
-            f.vault
-                .restore(&path, Some(s.id.as_str()))
-                .unwrap_err()
-                .code(),
-            "note_not_found"
-        );
-        assert_eq!(SnapshotId::parse(s.id.as_str()).unwrap(), s.id);
-        assert_eq!(
-            f.vault
-                .snapshot_and_delete(&p("absent.md"))
-                .unwrap_err()
-                .code(),
-            "note_not_found"
-        );
-    }
-
-    #[test]
-    fn snapshot_dirs_per_vault_id() {
-        let cache = Path::new("/cache");
-        assert_eq!(
-            snapshot_dir_for(cache, "main").unwrap(),
-            Path::new("/cache/snapshots/main")
-        );
-        for bad in ["", ".", "..", "a/b", "../x", "a\\b", "a b", "ü"] {
-            assert!(snapshot_dir_for(cache, bad).is_err(), "{bad:?}");
-        }
     }
 
     #[test]

@@ -16,69 +16,26 @@
 
 use std::fmt;
 use std::net::SocketAddr;
-use std::path::Path;
-use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use jsonwebtoken::errors::ErrorKind;
-use jsonwebtoken::jwk::{Jwk, JwkSet, PublicKeyUse};
 use jsonwebtoken::{Algorithm, AlgorithmFamily, DecodingKey, Validation};
-use serde::Deserialize;
-use tc_vault::acl::Scopes;
-use tokio::sync::Mutex;
 
 use crate::config::{AuthConfig, AuthMode, JwksLocation};
 
-/// The caller of every request over stdio.
-pub const STDIO_CALLER: &str = "stdio";
-/// The caller of every HTTP request under `auth.mode = "none"`.
-pub const HTTP_LOCAL_CALLER: &str = "http-local";
+mod caller;
+mod keys;
+
+pub use caller::{Caller, HTTP_LOCAL_CALLER, STDIO_CALLER};
+pub use keys::{MAX_FETCH_BYTES, RefreshPolicy};
+
+use caller::{Claims, caller_from};
+use keys::{KeySource, RemoteJwks, RemoteOrigin, candidate_keys, read_jwks};
+
 /// Bearer tokens longer than this are refused before any parsing (bounds the work a request
 /// can cause; real JWTs are a few hundred bytes to a few KiB).
 pub const MAX_BEARER_BYTES: usize = 16 * 1024;
-/// A fetched JWKS or discovery document larger than this is refused.
-pub const MAX_FETCH_BYTES: usize = 1024 * 1024;
 /// The realm named in `WWW-Authenticate`.
 pub const REALM: &str = "obsidian-tc";
-
-/// The principal a request comes from.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Caller {
-    /// `stdio`, `http-local`, or the token's `sub`.
-    pub id: String,
-    pub scopes: Scopes,
-    /// The token's `vault` claim: when set, the caller may address only that vault.
-    pub vault: Option<String>,
-}
-
-impl Caller {
-    // r[impl auth.stdio-caller]
-    // r[impl auth.local-scopes]
-    /// The one caller of the trusted stdio transport, holding every scope.
-    pub fn stdio() -> Self {
-        Caller {
-            id: STDIO_CALLER.to_owned(),
-            scopes: Scopes::all(),
-            vault: None,
-        }
-    }
-
-    // r[impl auth.none.caller]
-    /// The one caller of an HTTP server under `auth.mode = "none"`, holding every scope.
-    pub fn http_local() -> Self {
-        Caller {
-            id: HTTP_LOCAL_CALLER.to_owned(),
-            scopes: Scopes::all(),
-            vault: None,
-        }
-    }
-
-    // r[impl auth.jwt.vault]
-    /// Whether this caller may address the vault `vault_id`.
-    pub fn may_use_vault(&self, vault_id: &str) -> bool {
-        self.vault.as_deref().is_none_or(|only| only == vault_id)
-    }
-}
 
 /// `serve --http` refused to bind.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -170,59 +127,6 @@ pub enum AuthSetupError {
     Client(String),
 }
 
-/// How a fetched JWKS is kept fresh.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RefreshPolicy {
-    /// A cached JWKS older than this is fetched again before use.
-    pub ttl: Duration,
-    /// An unknown `kid` triggers a refetch at most this often.
-    pub min_refetch_interval: Duration,
-    /// Timeout for one discovery or JWKS request.
-    pub fetch_timeout: Duration,
-}
-
-impl Default for RefreshPolicy {
-    fn default() -> Self {
-        RefreshPolicy {
-            ttl: Duration::from_secs(3600),
-            min_refetch_interval: Duration::from_secs(30),
-            fetch_timeout: Duration::from_secs(10),
-        }
-    }
-}
-
-/// The claims the server reads. Unknown claims are ignored: identity providers add many.
-#[derive(Debug, Deserialize)]
-struct Claims {
-    sub: String,
-    #[serde(default)]
-    scope: Option<ScopeClaim>,
-    #[serde(default)]
-    scp: Option<ScopeClaim>,
-    #[serde(default)]
-    scopes: Option<ScopeClaim>,
-    #[serde(default)]
-    vault: Option<String>,
-}
-
-/// Scopes arrive as a space-separated string (`scope`, RFC 8693) or as an array (`scp`,
-/// `scopes`, as some providers write them).
-#[derive(Debug, Deserialize)]
-#[serde(untagged)]
-enum ScopeClaim {
-    Text(String),
-    List(Vec<String>),
-}
-
-impl ScopeClaim {
-    fn into_iter(self) -> Vec<String> {
-        match self {
-            ScopeClaim::Text(text) => text.split_whitespace().map(str::to_owned).collect(),
-            ScopeClaim::List(list) => list,
-        }
-    }
-}
-
 /// Verifies bearer tokens and turns them into [`Caller`]s, per `auth.mode`.
 pub struct Authenticator {
     mode: AuthMode,
@@ -241,20 +145,6 @@ impl fmt::Debug for Authenticator {
             .field("audience", &self.audience)
             .field("issuer", &self.issuer)
             .finish()
-    }
-}
-
-enum KeySource {
-    Static(JwkSet),
-    Remote(RemoteJwks),
-}
-
-impl fmt::Debug for KeySource {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            KeySource::Static(set) => write!(f, "Static({} keys)", set.keys.len()),
-            KeySource::Remote(remote) => write!(f, "Remote({:?})", remote.origin),
-        }
     }
 }
 
@@ -422,33 +312,6 @@ impl Authenticator {
     }
 }
 
-// r[impl auth.jwt.caller]
-// r[impl auth.jwt.scopes]
-fn caller_from(claims: Claims) -> Result<Caller, AuthError> {
-    if claims.sub.is_empty() {
-        return Err(AuthError::InvalidToken("empty sub".into()));
-    }
-    // The local callers' ids are not principals a token can name: a token with sub "stdio"
-    // could otherwise redeem an approval minted for the local stdio client of a server that
-    // shares this cache directory.
-    if claims.sub == STDIO_CALLER || claims.sub == HTTP_LOCAL_CALLER {
-        return Err(AuthError::InvalidToken(format!(
-            "sub {:?} is reserved for local callers",
-            claims.sub
-        )));
-    }
-    let scopes: Vec<String> = [claims.scope, claims.scp, claims.scopes]
-        .into_iter()
-        .flatten()
-        .flat_map(ScopeClaim::into_iter)
-        .collect();
-    Ok(Caller {
-        id: claims.sub,
-        scopes: Scopes::granted(scopes),
-        vault: claims.vault,
-    })
-}
-
 fn bearer_token(header: &str) -> Option<&str> {
     let (scheme, token) = header.trim().split_once(' ')?;
     let token = token.trim();
@@ -470,211 +333,4 @@ fn describe(error: jsonwebtoken::errors::Error) -> AuthError {
         _ => "malformed token".to_owned(),
     };
     AuthError::InvalidToken(reason)
-}
-
-/// The keys of `set` that may verify a token with `kid` and `alg`: a JWK whose `use` is not
-/// `sig`, whose `alg` differs, or whose type does not fit `alg` is never tried.
-fn candidate_keys(set: &JwkSet, kid: Option<&str>, alg: Algorithm) -> Vec<DecodingKey> {
-    set.keys
-        .iter()
-        .filter(|jwk| match kid {
-            Some(kid) => jwk.common.key_id.as_deref() == Some(kid),
-            None => true,
-        })
-        .filter(|jwk| usable_for(jwk, alg))
-        .filter_map(|jwk| DecodingKey::from_jwk(jwk).ok())
-        .filter(|key| key.family() == alg.family())
-        .collect()
-}
-
-fn usable_for(jwk: &Jwk, alg: Algorithm) -> bool {
-    let for_signing = matches!(
-        jwk.common.public_key_use,
-        None | Some(PublicKeyUse::Signature)
-    );
-    let alg_fits = match jwk.common.key_algorithm {
-        None => true,
-        Some(key_alg) => Algorithm::try_from(key_alg).is_ok_and(|a| a == alg),
-    };
-    for_signing && alg_fits && alg.family() != AlgorithmFamily::Hmac
-}
-
-fn parse_jwks(bytes: &[u8]) -> Result<JwkSet, String> {
-    let set: JwkSet = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
-    if set.keys.is_empty() {
-        return Err("it holds no keys".into());
-    }
-    Ok(set)
-}
-
-fn read_jwks(path: &Path) -> Result<JwkSet, AuthSetupError> {
-    let shown = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|e| AuthSetupError::JwksFile {
-        path: shown.clone(),
-        reason: e.to_string(),
-    })?;
-    parse_jwks(&bytes).map_err(|reason| AuthSetupError::JwksParse {
-        path: shown,
-        reason,
-    })
-}
-
-#[derive(Debug, Clone)]
-enum RemoteOrigin {
-    /// `auth.jwks` as a URL.
-    Jwks(String),
-    /// `auth.oidc.issuer`: the JWKS URL comes from discovery.
-    Discovery(String),
-}
-
-struct RemoteJwks {
-    client: reqwest::Client,
-    origin: RemoteOrigin,
-    policy: RefreshPolicy,
-    cache: Mutex<RemoteCache>,
-}
-
-#[derive(Default)]
-struct RemoteCache {
-    keys: Option<Arc<JwkSet>>,
-    fetched_at: Option<Instant>,
-    last_attempt: Option<Instant>,
-}
-
-#[derive(Debug, Deserialize)]
-struct Discovery {
-    issuer: String,
-    jwks_uri: String,
-}
-
-impl RemoteJwks {
-    fn new(origin: RemoteOrigin, policy: RefreshPolicy) -> Result<Self, AuthSetupError> {
-        // reqwest is built without a bundled crypto provider (see the workspace manifest);
-        // ring is installed as the process default. An error means another provider is
-        // already installed, which serves as well.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let client = reqwest::Client::builder()
-            .timeout(policy.fetch_timeout)
-            .redirect(reqwest::redirect::Policy::limited(3))
-            .build()
-            .map_err(|e| AuthSetupError::Client(e.to_string()))?;
-        Ok(RemoteJwks {
-            client,
-            origin,
-            policy,
-            cache: Mutex::new(RemoteCache::default()),
-        })
-    }
-
-    /// The keys that may verify a token with `kid` and `alg`, fetching the JWKS when it is
-    /// missing or older than the TTL, and once more (rate-limited) when `kid` is unknown.
-    async fn keys_for(
-        &self,
-        kid: Option<&str>,
-        alg: Algorithm,
-    ) -> Result<Vec<DecodingKey>, AuthError> {
-        let mut cache = self.cache.lock().await;
-        let now = Instant::now();
-        let stale = cache
-            .fetched_at
-            .is_none_or(|at| now.duration_since(at) >= self.policy.ttl);
-        if stale && self.may_attempt(&cache, now) {
-            self.refresh(&mut cache, now).await?;
-        }
-        let Some(keys) = cache.keys.clone() else {
-            return Err(AuthError::KeysUnavailable(
-                "the JWKS has not been fetched yet; retry shortly".into(),
-            ));
-        };
-        let found = candidate_keys(&keys, kid, alg);
-        if !found.is_empty() || kid.is_none() {
-            return Ok(found);
-        }
-        // A kid we do not hold: the provider may have rotated its keys.
-        if self.may_attempt(&cache, now) {
-            self.refresh(&mut cache, now).await?;
-            if let Some(keys) = &cache.keys {
-                return Ok(candidate_keys(keys, kid, alg));
-            }
-        }
-        Ok(Vec::new())
-    }
-
-    /// Fetches are rate-limited even with nothing cached, so a provider that is down is not
-    /// asked again on every request.
-    fn may_attempt(&self, cache: &RemoteCache, now: Instant) -> bool {
-        cache
-            .last_attempt
-            .is_none_or(|at| now.duration_since(at) >= self.policy.min_refetch_interval)
-    }
-
-    /// Fetches the JWKS. A failure keeps a JWKS fetched earlier in use (the provider being
-    /// briefly down should not lock every client out) and only fails with none cached.
-    async fn refresh(&self, cache: &mut RemoteCache, now: Instant) -> Result<(), AuthError> {
-        cache.last_attempt = Some(now);
-        match self.fetch().await {
-            Ok(set) => {
-                cache.keys = Some(Arc::new(set));
-                cache.fetched_at = Some(now);
-                Ok(())
-            }
-            Err(reason) if cache.keys.is_some() => {
-                tracing::warn!(%reason, "JWKS refresh failed; keeping the keys fetched earlier");
-                Ok(())
-            }
-            Err(reason) => Err(AuthError::KeysUnavailable(reason)),
-        }
-    }
-
-    async fn fetch(&self) -> Result<JwkSet, String> {
-        let jwks_uri = match &self.origin {
-            RemoteOrigin::Jwks(url) => url.clone(),
-            RemoteOrigin::Discovery(issuer) => {
-                let url = format!(
-                    "{}/.well-known/openid-configuration",
-                    issuer.trim_end_matches('/')
-                );
-                let body = self.get(&url).await?;
-                let discovery: Discovery = serde_json::from_slice(&body)
-                    .map_err(|e| format!("discovery document at {url}: {e}"))?;
-                // OpenID Connect Discovery §4.3: the document's issuer must be the one asked.
-                if discovery.issuer.trim_end_matches('/') != issuer.trim_end_matches('/') {
-                    return Err(format!(
-                        "discovery at {url} names issuer {:?}, not {issuer:?}",
-                        discovery.issuer
-                    ));
-                }
-                discovery.jwks_uri
-            }
-        };
-        let body = self.get(&jwks_uri).await?;
-        parse_jwks(&body).map_err(|e| format!("JWKS at {jwks_uri}: {e}"))
-    }
-
-    async fn get(&self, url: &str) -> Result<Vec<u8>, String> {
-        let mut response = self
-            .client
-            .get(url)
-            .header("accept", "application/json")
-            .send()
-            .await
-            .map_err(|e| format!("GET {url}: {e}"))?;
-        if !response.status().is_success() {
-            return Err(format!("GET {url}: HTTP {}", response.status()));
-        }
-        let mut body = Vec::new();
-        while let Some(chunk) = response
-            .chunk()
-            .await
-            .map_err(|e| format!("GET {url}: {e}"))?
-        {
-            if body.len() + chunk.len() > MAX_FETCH_BYTES {
-                return Err(format!(
-                    "GET {url}: response larger than {MAX_FETCH_BYTES} bytes"
-                ));
-            }
-            body.extend_from_slice(&chunk);
-        }
-        Ok(body)
-    }
 }

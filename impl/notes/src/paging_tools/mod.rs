@@ -13,7 +13,7 @@
 //! object in `structuredContent`, without serializing the notes again; the governor admits
 //! them by their cost as sent (spec `governor.measure`). A page is sized so that cost, the
 //! JSON twice with the text copy's escapes plus the response frame, stays within
-//! `governor.maxResponseBytes`: its [`wire_cost`] never exceeds
+//! `governor.maxResponseBytes`: its [`wire_cost`](tc_tools::wire_cost) never exceeds
 //! [`PageLimits::page_budget`]. (One exception, for a cap too small to be useful: a page's
 //! first `errors` entry is emitted even if it alone is over the budget, so the walk still
 //! advances; the governor then judges that page.)
@@ -52,25 +52,26 @@
 //! cannot list becomes one `errors` entry and the walk resumes after its whole subtree, so
 //! an unreadable folder cannot hold the walk in place forever.
 
-use std::fmt;
-use std::fs::{self, File};
-use std::io::{self, Read};
+mod candidates;
+mod walked_note;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tc_gate::clock::Clock;
 use tc_gate::cursor::{CursorClaims, CursorCodec, CursorError, request_digest};
-use tc_tools::{PageLimits, wire_cost};
+use tc_tools::PageLimits;
 use tc_vault::acl::{Acl, Scopes};
-use tc_vault::error::{VaultError, VaultResult};
-use tc_vault::note::frontmatter_json;
+use tc_vault::error::VaultError;
 use tc_vault::path::{FolderPath, MAX_PATH_BYTES, VaultPath};
-use tc_vault::vault::{Vault, content_hash};
+use tc_vault::vault::Vault;
 use tc_vault::walk::{
-    Candidate, DeniedPolicy, EntryEncoder, ListEntryEncoder, NoteEntryEncoder, Page, PageRequest,
-    Walk, WalkFilter, envelope_overhead, fill_page, note_room, walk_candidates,
+    DeniedPolicy, EntryEncoder, ListEntryEncoder, NoteEntryEncoder, Page, PageRequest, Walk,
+    WalkFilter, envelope_overhead, fill_page, walk_candidates,
 };
+
+use candidates::{FolderCandidates, note_path_candidates};
+pub use walked_note::WalkedNoteEncoder;
 
 /// The tool names, as bound into their cursors.
 pub const READ_NOTES: &str = "read_notes";
@@ -185,8 +186,8 @@ impl Default for ListNotesArgs {
 /// One page, ready to send.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PageOutput {
-    /// The result object's JSON, final (see the module docs); its [`wire_cost`] is within
-    /// [`PageLimits::page_budget`].
+    /// The result object's JSON, final (see the module docs); its
+    /// [`wire_cost`](tc_tools::wire_cost) is within [`PageLimits::page_budget`].
     pub json: String,
     /// The cursor in `json`, `None` on the last page.
     pub next_cursor: Option<String>,
@@ -511,194 +512,4 @@ fn finish(
         notes: page.notes.len(),
         errors: page.errors.len(),
     })
-}
-
-/// `read_notes` entries of a folder walk: the same `{path, content, frontmatter,
-/// content_hash}` as [`NoteEntryEncoder`], read without resolving the path again.
-///
-/// A walk's paths come from directory listings that never descend through a link, and a
-/// link to a file is only listed when it stays inside the vault; so a walked path that is a
-/// regular file (checked without following it) is inside the vault already, and
-/// canonicalizing it again, one `readlink` per component of the absolute path, is most of
-/// the cost of a note. Anything else (a link, a note gone since it was listed) goes through
-/// [`Vault::read_limited`] and its full resolution, which also gives the right error.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct WalkedNoteEncoder;
-
-#[derive(Serialize)]
-struct NoteEntry<'a> {
-    path: &'a str,
-    content: &'a str,
-    frontmatter: Value,
-    content_hash: &'a str,
-}
-
-impl EntryEncoder for WalkedNoteEncoder {
-    fn encode(&mut self, vault: &Vault, path: &VaultPath, budget: usize) -> VaultResult<Vec<u8>> {
-        let room = note_room(budget);
-        let too_large = |size: u64| VaultError::TooLarge {
-            path: path.as_str().to_owned(),
-            size,
-            limit: room as u64,
-        };
-        let location = vault.root().join(path);
-        let meta = match fs::symlink_metadata(&location) {
-            Ok(meta) if meta.file_type().is_file() => meta,
-            _ => return NoteEntryEncoder.encode(vault, path, budget),
-        };
-        // The entry costs at least twice the note: refuse from the size alone, unread.
-        if meta.len() > room as u64 {
-            return Err(too_large(meta.len()));
-        }
-        let Ok(file) = File::open(&location) else {
-            return NoteEntryEncoder.encode(vault, path, budget);
-        };
-        let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
-        file.take(room as u64 + 1)
-            .read_to_end(&mut bytes)
-            .map_err(|e| VaultError::Io {
-                path: path.as_str().to_owned(),
-                op: "read",
-                source: e,
-            })?;
-        if bytes.len() > room {
-            return Err(too_large(bytes.len() as u64));
-        }
-        let hash = content_hash(&bytes);
-        let text = String::from_utf8_lossy(&bytes);
-        let entry = NoteEntry {
-            path: path.as_str(),
-            content: &text,
-            frontmatter: frontmatter_json(&text),
-            content_hash: &hash,
-        };
-        // Room for the usual escapes up front, so the encoder seldom grows the buffer.
-        let mut encoded =
-            Vec::with_capacity(text.len() + text.len() / 8 + path.as_str().len() + 192);
-        serde_json::to_writer(&mut encoded, &entry).map_err(|e| VaultError::Io {
-            path: path.as_str().to_owned(),
-            op: "encode",
-            source: io::Error::other(e),
-        })?;
-        if wire_cost(&encoded) > budget {
-            return Err(too_large(bytes.len() as u64));
-        }
-        Ok(encoded)
-    }
-}
-
-/// The candidates of explicit `paths` from index `start`: each must be a note path
-/// (`tools.notes-only`); one that is not is a `path_invalid` entry (`paging.paths`).
-fn note_path_candidates(paths: &[String], start: usize) -> impl Iterator<Item = Candidate> + '_ {
-    paths
-        .iter()
-        .skip(start)
-        .map(|raw| match VaultPath::parse_note(raw) {
-            Ok(path) => Candidate::Path(path),
-            Err(error) => Candidate::Refused {
-                path: raw.clone(),
-                error,
-            },
-        })
-}
-
-/// A folder walk's candidates as one page sees them: what the caller may not read is left
-/// out here already (so every candidate the page consumes becomes an entry, and the page's
-/// position is always a path it emitted); a candidate whose position would be longer than
-/// the page reserved cursor room for ends the page before it; and the positions of the last
-/// two candidates handed out are kept, because the page builder looks one past the last one
-/// it consumes.
-struct FolderCandidates<'r, I> {
-    inner: I,
-    acl: &'r Acl,
-    scopes: &'r Scopes,
-    max_position_len: usize,
-    pending: Option<Candidate>,
-    handed_out: usize,
-    /// Positions of the last two candidates handed out, the latest last.
-    recent: [Option<String>; 2],
-    /// Whether the page was ended early by a long position (more candidates remain).
-    cut: bool,
-}
-
-impl<'r, I: Iterator<Item = Candidate>> FolderCandidates<'r, I> {
-    fn new(inner: I, acl: &'r Acl, scopes: &'r Scopes, max_position_len: usize) -> Self {
-        FolderCandidates {
-            inner,
-            acl,
-            scopes,
-            max_position_len,
-            pending: None,
-            handed_out: 0,
-            recent: [None, None],
-            cut: false,
-        }
-    }
-
-    fn next_readable(&mut self) -> Option<Candidate> {
-        self.inner.find(|candidate| match candidate {
-            Candidate::Path(path) => self.acl.can_read(path, self.scopes),
-            Candidate::Refused { .. } => true,
-        })
-    }
-
-    /// The position length of the first candidate, fetched ahead.
-    fn first_position_len(&mut self) -> Option<usize> {
-        if self.pending.is_none() {
-            self.pending = self.next_readable();
-        }
-        self.pending.as_ref().map(|c| position_of(c).len())
-    }
-
-    /// The position to resume after, once the page consumed `consumed` candidates.
-    fn position_after(&mut self, consumed: usize) -> Option<String> {
-        if consumed == 0 {
-            return None;
-        }
-        let [before_last, last] = &mut self.recent;
-        if consumed == self.handed_out {
-            last.take()
-        } else {
-            before_last.take()
-        }
-    }
-}
-
-/// Where a walk resumes after `candidate`: after its path, or, for a folder the walk could
-/// not list, after everything below it (`a/b0` is the first string past every `a/b/…`, since
-/// `0` follows `/`).
-fn position_of(candidate: &Candidate) -> String {
-    match candidate {
-        Candidate::Path(path) => path.as_str().to_owned(),
-        Candidate::Refused { path, .. } => format!("{path}0"),
-    }
-}
-
-impl<I: Iterator<Item = Candidate>> Iterator for FolderCandidates<'_, I> {
-    type Item = Candidate;
-
-    fn next(&mut self) -> Option<Candidate> {
-        let candidate = match self.pending.take() {
-            Some(candidate) => candidate,
-            None => self.next_readable()?,
-        };
-        let position = position_of(&candidate);
-        if self.handed_out > 0 && position.len() > self.max_position_len {
-            self.cut = true;
-            return None;
-        }
-        self.handed_out += 1;
-        self.recent.swap(0, 1);
-        self.recent[1] = Some(position);
-        Some(candidate)
-    }
-}
-
-impl<I> fmt::Debug for FolderCandidates<'_, I> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("FolderCandidates")
-            .field("handed_out", &self.handed_out)
-            .field("cut", &self.cut)
-            .finish_non_exhaustive()
-    }
 }
