@@ -259,7 +259,11 @@ impl Tool for RewriteLink {
             ))
             .map_err(HandlerFailure::ConventionBlockedBeforeWrite)?;
         }
-        match plan.apply(cx.vault()) {
+        // r[impl tools.progress]
+        let total = plan.notes.len() as f64;
+        cx.progress(0.0, Some(total), Some("rewriting links"));
+        let mut report = |done: usize| cx.progress(done as f64, Some(total), None);
+        match plan.apply_reporting(cx.vault(), &mut report) {
             Ok(_) => Ok(RewriteLinkOutput {
                 dry_run: false,
                 notes,

@@ -25,23 +25,17 @@
 use std::fmt;
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
 
 use rmcp::ErrorData;
-use rmcp::model::{
-    CallToolResponse, CallToolResult, InputRequests, InputRequiredResult, InputResponses,
-};
+use rmcp::model::{CallToolResponse, CallToolResult, InputRequiredResult, InputResponses};
 use rmcp::service::{RequestContext, RoleServer};
 use serde_json::{Value, json};
 use tc_gate::clock::{Clock, Entropy};
 use tc_gate::cursor::CursorCodec;
 use tc_gate::governor::{BoundedError, Governor};
 use tc_gate::keys::{KeyPurpose, ServerSecret};
-use tc_gate::request_state::{RequestStateSealer, StateBinding, present, split_presented};
-use tc_gate::{
-    AdmitError, CallBinding, Gate, GateConfig, NonTokenRoute, RequestStateMode, StateFp, Store,
-    caller_hash,
-};
+use tc_gate::request_state::RequestStateSealer;
+use tc_gate::{CallBinding, Gate, GateConfig, RequestStateMode, Store, caller_hash};
 use tc_tools::{
     Approval, CallControl, CallerContext, CancellationFlag, ErrorCode, PageLimits, PagingSetup,
     Pipeline, Prepared, ProgressSink, ToolError, ToolOutput, VaultBinding,
@@ -51,10 +45,7 @@ use tc_vault::{Vault, WikiSealer, seal_dir_for, snapshot_dir_for};
 use crate::auth::Caller;
 use crate::config::Config;
 use crate::metrics::Metrics;
-use crate::trips::{
-    self, Answer, CONFIRM_KEY, Era, confirm_input_request, confirm_params, judge_answer,
-    prompt_message,
-};
+use crate::trips::{self, Era};
 
 /// Which transport a handler serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -106,7 +97,7 @@ pub enum BuildError {
 
 /// The exact call an outcome concerns, owned (for the governor's event).
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct CallKey {
+pub(crate) struct CallKey {
     vault: String,
     tool: String,
     args_hash: String,
@@ -114,7 +105,7 @@ struct CallKey {
 }
 
 impl CallKey {
-    fn of(prepared: &Prepared) -> Self {
+    pub(crate) fn of(prepared: &Prepared) -> Self {
         CallKey {
             vault: prepared.vault_id().to_owned(),
             tool: prepared.tool().to_owned(),
@@ -145,7 +136,7 @@ pub struct ToolCall<'a> {
 }
 
 /// Where a call ended before the governor.
-enum Step {
+pub(crate) enum Step {
     /// The modern round trip's first answer.
     InputRequired(InputRequiredResult),
     /// A result object to govern, or a refusal.
@@ -162,7 +153,7 @@ pub struct ServerCore {
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) entropy: Arc<dyn Entropy>,
     pub(crate) vault_ids: Vec<String>,
-    ttl_ms: i64,
+    pub(crate) ttl_ms: i64,
     legacy_shim: bool,
 }
 
@@ -345,7 +336,7 @@ impl ServerCore {
 
     /// Runs `work` on the blocking pool: SQLite commits, vault reads and writes never run
     /// on a tokio worker (a panic there is a server fault, answered as one).
-    async fn blocking<T: Send + 'static>(
+    pub(crate) async fn blocking<T: Send + 'static>(
         &self,
         what: &'static str,
         work: impl FnOnce(&Pipeline) -> Result<T, ToolError> + Send + 'static,
@@ -426,7 +417,7 @@ impl ServerCore {
     /// The folder ACL and the handler on the blocking pool, with the request's cancellation
     /// and, when the request carries a `progressToken`, its progress reports forwarded as
     /// `notifications/progress` while the handler runs.
-    async fn execute(
+    pub(crate) async fn execute(
         &self,
         prepared: &Prepared,
         approval: Approval,
@@ -456,242 +447,6 @@ impl ServerCore {
         };
         let (outcome, ()) = tokio::join!(work, forward);
         outcome
-    }
-
-    // r[impl trip.modern.shape]
-    // r[impl state.seal.aad]
-    /// Raises the request and answers `input_required` with the confirmation form (whose
-    /// message carries the summary) and a requestState sealed for this exact call and its
-    /// current state.
-    async fn offer_round_trip(&self, prepared: &Prepared, key: CallKey) -> Step {
-        let raised = {
-            let prepared = prepared.clone();
-            self.blocking("recording the confirmation request", move |pipeline| {
-                pipeline.raise(&prepared)
-            })
-            .await
-        };
-        let raised = match raised {
-            Ok(raised) => raised,
-            Err(error) => return Step::Done(Some(key), Err(error)),
-        };
-        let fp = prepared.state_fp().as_str();
-        let binding = StateBinding {
-            caller: &prepared.caller().id,
-            vault: prepared.vault_id(),
-            tool: prepared.tool(),
-            args_hash: prepared.args_hash(),
-            state_fp: fp,
-        };
-        let ttl_ms = u64::try_from(self.ttl_ms).unwrap_or(0);
-        let sealed = self
-            .sealer
-            .seal(&binding, ttl_ms, self.clock.now_ms(), self.entropy.as_ref());
-        let message = prompt_message(&raised.summary);
-        let mut requests = InputRequests::new();
-        requests.insert(CONFIRM_KEY.to_owned(), confirm_input_request(message));
-        Step::InputRequired(InputRequiredResult::new(
-            Some(requests),
-            Some(present(fp, &sealed.token)),
-        ))
-    }
-
-    // r[impl trip.modern.resubmit]
-    // r[impl trip.verified-not-granted]
-    // r[impl state.invalid-fresh]
-    // r[impl trip.never-twice]
-    /// A call resent with `inputResponses` and/or a `requestState`: the state must open for
-    /// this exact call, and then the answer decides. A state that does not open approves
-    /// nothing and a fresh confirmation is offered.
-    async fn resubmission(
-        &self,
-        prepared: &Prepared,
-        key: CallKey,
-        request_state: Option<&str>,
-        input_responses: Option<&InputResponses>,
-        context: &RequestContext<RoleServer>,
-    ) -> Step {
-        let opened = request_state.and_then(|state| {
-            let (hint, sealed) = split_presented(state);
-            let approved = match hint {
-                Some(hint) => StateFp::parse(hint).ok()?,
-                None => prepared.state_fp().clone(),
-            };
-            let binding = StateBinding {
-                caller: &prepared.caller().id,
-                vault: prepared.vault_id(),
-                tool: prepared.tool(),
-                args_hash: prepared.args_hash(),
-                state_fp: approved.as_str(),
-            };
-            match self.sealer.open(sealed, &binding, self.clock.now_ms()) {
-                Ok(opened) => Some((opened, approved)),
-                Err(error) => {
-                    tracing::info!(
-                        tool = prepared.tool(),
-                        reason = error.reason(),
-                        "requestState refused; offering a fresh confirmation"
-                    );
-                    None
-                }
-            }
-        });
-        let Some((opened, approved)) = opened else {
-            return self.without_approval(prepared, key, context).await;
-        };
-        let answer = input_responses
-            .and_then(|responses| responses.get(CONFIRM_KEY))
-            .map_or(Answer::NotObtained, judge_answer);
-        match answer {
-            // r[impl trip.decline]
-            // r[impl trip.decline.no-redispatch]
-            Answer::Decline => Step::Done(
-                Some(key),
-                Err(ToolError::approval_declined(prepared.tool())),
-            ),
-            // r[impl trip.cancel]
-            Answer::NotObtained => Step::Done(
-                Some(key),
-                Err(self.pipeline.approval_not_obtained(prepared)),
-            ),
-            Answer::Approve => {
-                if !prepared.needs_confirmation() {
-                    let outcome = self.execute(prepared, Approval::NotNeeded, context).await;
-                    return Step::Done(Some(key), outcome);
-                }
-                // r[impl state.ext.single-use]
-                let admitted = self
-                    .blocking("admitting the confirmation", move |pipeline| {
-                        Ok(pipeline.gate().admit_request_state(&opened))
-                    })
-                    .await;
-                match admitted {
-                    Ok(Ok(())) => {}
-                    Ok(Err(AdmitError::AlreadyUsed | AdmitError::Expired)) => {
-                        return self.offer_round_trip(prepared, key).await;
-                    }
-                    Ok(Err(AdmitError::Store(_))) | Err(_) => {
-                        return Step::Done(
-                            Some(key),
-                            Err(ToolError::internal("admitting the confirmation")),
-                        );
-                    }
-                }
-                let approval = Approval::Verified {
-                    state_fp: approved,
-                    route: NonTokenRoute::RequestState,
-                };
-                Step::Done(Some(key), self.execute(prepared, approval, context).await)
-            }
-        }
-    }
-
-    /// A gated call that brought nothing that approves it, on the modern route.
-    async fn without_approval(
-        &self,
-        prepared: &Prepared,
-        key: CallKey,
-        context: &RequestContext<RoleServer>,
-    ) -> Step {
-        if prepared.needs_confirmation() {
-            self.offer_round_trip(prepared, key).await
-        } else {
-            Step::Done(
-                Some(key),
-                self.execute(prepared, Approval::NotNeeded, context).await,
-            )
-        }
-    }
-
-    // r[impl trip.legacy-shim]
-    // r[impl trip.legacy-shim.no-answer]
-    // r[impl trip.legacy-shim.single-use]
-    /// The legacy stdio shim: raises the request, sends `elicitation/create` (with the
-    /// summary) from this handler's own task, waits for the answer (at most the
-    /// confirmation TTL), and applies it to this same call; the drift check runs after the
-    /// prompt.
-    async fn legacy_shim(
-        &self,
-        prepared: &Prepared,
-        key: CallKey,
-        context: &RequestContext<RoleServer>,
-    ) -> Step {
-        let raised = {
-            let prepared = prepared.clone();
-            self.blocking("recording the confirmation request", move |pipeline| {
-                pipeline.raise(&prepared)
-            })
-            .await
-        };
-        let raised = match raised {
-            Ok(raised) => raised,
-            Err(error) => return Step::Done(Some(key), Err(error)),
-        };
-        let message = prompt_message(&raised.summary);
-        let wait = Duration::from_millis(u64::try_from(self.ttl_ms).unwrap_or(0));
-        let answer = match context
-            .peer
-            .create_elicitation_with_timeout(confirm_params(message), Some(wait))
-            .await
-        {
-            Ok(result) => {
-                serde_json::to_value(&result).map_or(Answer::NotObtained, |v| judge_answer(&v))
-            }
-            Err(error) => {
-                tracing::info!(tool = prepared.tool(), %error, "the shim's prompt got no answer; treated as cancel");
-                Answer::NotObtained
-            }
-        };
-        match answer {
-            Answer::Approve => {
-                let approval = Approval::Verified {
-                    state_fp: prepared.state_fp().clone(),
-                    route: NonTokenRoute::LegacyShim,
-                };
-                Step::Done(Some(key), self.execute(prepared, approval, context).await)
-            }
-            Answer::Decline => Step::Done(
-                Some(key),
-                Err(ToolError::approval_declined(prepared.tool())),
-            ),
-            Answer::NotObtained => Step::Done(
-                Some(key),
-                Err(self.pipeline.approval_not_obtained(prepared)),
-            ),
-        }
-    }
-
-    /// The vault a call names, or the only one served (spec `dispatch.vault`).
-    pub(crate) fn bind_vault(
-        &self,
-        caller: &CallerContext,
-        named: Option<&str>,
-    ) -> Result<String, ToolError> {
-        let id = match named {
-            Some(id) if self.vault_ids.iter().any(|v| v == id) => id.to_owned(),
-            Some(id) => {
-                return Err(ToolError::validation(
-                    "/vault",
-                    format!("{id:?} is not a configured vault"),
-                ));
-            }
-            None => match self.vault_ids.as_slice() {
-                [only] => only.clone(),
-                _ => {
-                    return Err(ToolError::validation(
-                        "/vault",
-                        "is required when several vaults are served",
-                    ));
-                }
-            },
-        };
-        if caller.only_vault.as_deref().is_some_and(|only| only != id) {
-            return Err(
-                ToolError::new(ErrorCode::AclDenied, "this caller may not use that vault")
-                    .with_details(json!({"vault": id, "reason": "vault_not_granted"})),
-            );
-        }
-        Ok(id)
     }
 
     // r[impl governor.cap]

@@ -3,7 +3,7 @@
 //! [`config`] (CONTRACT §2), [`auth`] (callers and HTTP authentication), [`metrics`]
 //! (Prometheus counters), [`http`] (the axum scaffold the Streamable HTTP service is nested
 //! into), [`dispatch`] (the one `tools/call` pipeline with every confirmation route),
-//! [`trips`] (round-trip wire shapes), [`results`] (result envelopes), [`resources`] (notes
+//! [`trips`] (round-trip wire shapes), `routes` (the round trips and the legacy shim), [`results`] (result envelopes), [`resources`] (notes
 //! as MCP resources), [`handler`] (the rmcp `ServerHandler`) and [`serve`] (start-up and the
 //! stdio and HTTP transports).
 
@@ -15,6 +15,7 @@ pub mod http;
 pub mod metrics;
 pub mod resources;
 pub mod results;
+mod routes;
 pub mod serve;
 pub mod trips;
 

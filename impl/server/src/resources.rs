@@ -202,12 +202,10 @@ impl ServerCore {
                 json!({"scope": "read:notes"}),
             ));
         }
-        self.bind_vault(&caller_cx, Some(&vault_id))
-            .map_err(|e| invalid(e.message.clone(), e.to_structured()))?;
         let binding = self
             .pipeline
-            .vault(&vault_id)
-            .ok_or_else(|| ErrorData::internal_error("binding the vault", None))?;
+            .bind_vault(&caller_cx, Some(&vault_id))
+            .map_err(|e| invalid(e.message.clone(), e.to_structured()))?;
         let path = VaultPath::parse(&raw_path).map_err(|e| invalid(e.to_string(), e.details()))?;
         binding
             .acl

@@ -15,6 +15,7 @@ pub mod context;
 pub mod error;
 pub mod paging;
 pub mod pipeline;
+mod refusals;
 pub mod registry;
 pub mod schema;
 pub mod summary;

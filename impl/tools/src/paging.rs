@@ -1,5 +1,5 @@
 //! What paged tools need beyond the vault: the cursor key and the size a page may have on
-//! the wire (spec/paging.md `paging.under-cap`; spec/governor.md `governor.measure`).
+//! the wire (spec/paging.md `paging.read-notes.no-overflow`; spec/governor.md `governor.measure`).
 //!
 //! A page is judged the way the governor judges any response: the result object's JSON,
 //! its copy escaped in the text block, and the frame around both

@@ -150,29 +150,6 @@ impl Prepared {
     }
 }
 
-/// Why a CLI token approved nothing (spec `gate.token.refused`).
-fn token_rejected(error: &RedeemError) -> &'static str {
-    match error {
-        RedeemError::Expired => "expired",
-        RedeemError::AlreadySpent => "spent",
-        _ => "invalid",
-    }
-}
-
-/// Quotes `word` for a POSIX shell when it holds anything but plainly safe characters.
-fn shell_word(word: &str) -> String {
-    let plain = !word.is_empty()
-        && word.bytes().all(|b| {
-            b.is_ascii_alphanumeric()
-                || matches!(b, b'-' | b'_' | b'.' | b'/' | b':' | b'@' | b'+' | b'=')
-        });
-    if plain {
-        word.to_owned()
-    } else {
-        format!("'{}'", word.replace('\'', r"'\''"))
-    }
-}
-
 /// The dispatch stages over a set of vaults, one registry and one gate.
 pub struct Pipeline {
     registry: Registry,
@@ -232,6 +209,12 @@ impl Pipeline {
 
     pub fn gate(&self) -> &Gate {
         &self.gate
+    }
+
+    /// How many vaults are served (an approval command names the vault when it is not
+    /// the only one).
+    pub fn vault_count(&self) -> usize {
+        self.vaults.len()
     }
 
     pub fn vault(&self, id: &str) -> Option<&VaultBinding> {
@@ -321,7 +304,9 @@ impl Pipeline {
         })
     }
 
-    fn bind_vault(
+    /// The vault a call names, or the only one served, if this caller may use it (spec
+    /// `dispatch.vault`); `resources/read` binds its URI's vault with it too.
+    pub fn bind_vault(
         &self,
         caller: &CallerContext,
         named: Option<&str>,
@@ -358,25 +343,6 @@ impl Pipeline {
         Ok(binding)
     }
 
-    /// The `obsidian-tc elicit` command that approves `prepared` (spec
-    /// `results.elicit-required`), with `--vault` when several vaults are served.
-    pub fn elicit_command(&self, prepared: &Prepared) -> String {
-        let mut command = format!(
-            "obsidian-tc elicit --hash {} --tool {}",
-            shell_word(prepared.args_hash()),
-            shell_word(prepared.tool())
-        );
-        if self.vaults.len() > 1 {
-            command.push_str(&format!(" --vault {}", shell_word(prepared.vault_id())));
-        }
-        command.push_str(&format!(
-            " --caller {} --state-fp {}",
-            shell_word(&prepared.caller.id),
-            shell_word(prepared.state_fp().as_str())
-        ));
-        command
-    }
-
     // r[impl tools.summary]
     /// The summary the human approves for `prepared`, rendered (bounded and escaped).
     pub fn summary(&self, prepared: &Prepared) -> String {
@@ -407,106 +373,6 @@ impl Pipeline {
         self.gate
             .raise_with_summary(&prepared.call(), prepared.state_fp(), &summary)
             .map_err(|_| ToolError::internal("recording the confirmation request"))
-    }
-
-    // r[impl results.elicit-required]
-    // r[impl results.elicit-required.directive]
-    /// The `elicit_required` refusal for a raised request.
-    pub fn elicit_required(
-        &self,
-        prepared: &Prepared,
-        raised: RaisedRequest,
-        rejected: Option<&str>,
-    ) -> ToolError {
-        let lead = match rejected {
-            Some(why) => format!("The elicit_token sent was not accepted ({why}). "),
-            None => String::new(),
-        };
-        let mut error = ToolError::new(
-            ErrorCode::ElicitRequired,
-            format!(
-                "STOP and ask the human before running anything else: this {tool} call needs \
-                 their explicit confirmation. {lead}Show them the command in recovery.command; \
-                 if they approve, they run it and give you the token it prints, and you send the \
-                 same call again with elicit_token set to it. Do not edit the vault directly or \
-                 otherwise work around this gate.",
-                tool = prepared.tool()
-            ),
-        )
-        .with_details(json!({
-            "args_hash": prepared.args_hash(),
-            "state_fp": prepared.state_fp().as_str(),
-            "tool": prepared.tool(),
-            "vault": prepared.vault_id(),
-        }))
-        .with_recovery(
-            "ask the human to approve this exact call by running the command, then send the same call again with elicit_token",
-            Some(self.elicit_command(prepared)),
-        );
-        if let Some(why) = rejected {
-            error = error.detail("token_rejected", json!(why));
-        }
-        error.raised = Some(Box::new(raised));
-        error
-    }
-
-    // r[impl results.approval-not-obtained]
-    /// The refusal for a round-trip prompt answered with cancel (spec `trip.cancel`).
-    pub fn approval_not_obtained(&self, prepared: &Prepared) -> ToolError {
-        ToolError::new(
-            ErrorCode::ApprovalNotObtained,
-            format!(
-                "Approval was not obtained for this {} call: the prompt was dismissed and nobody \
-                 declined it. Nothing was applied. Ask the human to approve it out of band with \
-                 the command in recovery.command, then send the same call again with \
-                 elicit_token set to the token it prints.",
-                prepared.tool()
-            ),
-        )
-        .with_details(json!({
-            "reason": "approval_not_obtained",
-            "args_hash": prepared.args_hash(),
-            "state_fp": prepared.state_fp().as_str(),
-            "tool": prepared.tool(),
-        }))
-        .with_recovery(
-            "ask the human to approve this exact call by running the command, then send the same call again with elicit_token",
-            Some(self.elicit_command(prepared)),
-        )
-    }
-
-    // r[impl results.replay-drift]
-    fn replay_drift(prepared: &Prepared, token: bool) -> ToolError {
-        let spent = if token { " and the token is spent" } else { "" };
-        ToolError::new(
-            ErrorCode::ReplayDrift,
-            format!(
-                "The target of this {} call changed between the confirmation request and its \
-                 redemption: nothing was applied{spent}. Send the original call again with no \
-                 elicit_token to request a fresh confirmation of the current state.",
-                prepared.tool()
-            ),
-        )
-        .with_details(json!({"tool": prepared.tool(), "args_hash": prepared.args_hash()}))
-        .with_recovery(
-            "send the original call again with no elicit_token; it asks for a fresh confirmation",
-            None,
-        )
-    }
-
-    fn cancelled(prepared: &Prepared, released: Option<bool>) -> ToolError {
-        let mut error = ToolError::new(
-            ErrorCode::InternalError,
-            format!(
-                "The {} call was cancelled before its handler ran; nothing was applied.",
-                prepared.tool()
-            ),
-        )
-        .with_details(json!({"reason": "cancelled"}));
-        if let Some(released) = released {
-            error = error.detail("token_released", json!(released));
-        }
-        error
     }
 
     /// The folder ACL over the tool's declared paths (spec `vault.acl.after-gate`).
@@ -637,7 +503,11 @@ impl Pipeline {
             // r[impl gate.token.refused]
             Err(other) => {
                 let raised = self.raise(prepared)?;
-                return Err(self.elicit_required(prepared, raised, Some(token_rejected(&other))));
+                return Err(self.elicit_required(
+                    prepared,
+                    raised,
+                    Some(crate::refusals::token_rejected(&other)),
+                ));
             }
         };
         let state = match fresh {

@@ -66,11 +66,24 @@ impl RewritePlan {
     /// Writes every touched note, each only if it still has the hash it was planned with.
     /// On the first refusal, returns the paths already written and the error.
     pub fn apply(&self, vault: &Vault) -> Result<Vec<WriteOutcome>, (Vec<VaultPath>, VaultError)> {
+        self.apply_reporting(vault, &mut |_| {})
+    }
+
+    /// [`RewritePlan::apply`], telling `written` how many notes are done after each write
+    /// (a long rewrite reports its progress with it).
+    pub fn apply_reporting(
+        &self,
+        vault: &Vault,
+        written: &mut dyn FnMut(usize),
+    ) -> Result<Vec<WriteOutcome>, (Vec<VaultPath>, VaultError)> {
         let mut outcomes = Vec::with_capacity(self.notes.len());
         for (i, note) in self.notes.iter().enumerate() {
             let precondition = Precondition::HashIs(note.hash.clone());
             match vault.write(&note.path, note.new_content.as_bytes(), &precondition) {
-                Ok(outcome) => outcomes.push(outcome),
+                Ok(outcome) => {
+                    outcomes.push(outcome);
+                    written(i + 1);
+                }
                 Err(e) => {
                     let written = self.notes[..i].iter().map(|n| n.path.clone()).collect();
                     return Err((written, e));

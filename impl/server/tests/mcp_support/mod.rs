@@ -193,6 +193,8 @@ pub struct TestClient {
     pub messages: Arc<Mutex<Vec<Value>>>,
     /// Runs while the prompt is open (e.g. to change the target meanwhile).
     pub during_prompt: Option<Arc<dyn Fn() + Send + Sync>>,
+    /// Every `notifications/progress` the server sent, as JSON.
+    pub progress: Arc<Mutex<Vec<Value>>>,
 }
 
 impl std::fmt::Debug for TestClient {
@@ -219,6 +221,7 @@ impl TestClient {
             prompts: Arc::new(AtomicUsize::new(0)),
             messages: Arc::new(Mutex::new(Vec::new())),
             during_prompt: None,
+            progress: Arc::new(Mutex::new(Vec::new())),
         }
     }
 
@@ -256,6 +259,17 @@ impl ClientHandler for TestClient {
             ));
         }
         Ok(self.reply.result())
+    }
+
+    async fn on_progress(
+        &self,
+        params: rmcp::model::ProgressNotificationParam,
+        _context: rmcp::service::NotificationContext<RoleClient>,
+    ) {
+        self.progress
+            .lock()
+            .unwrap()
+            .push(serde_json::to_value(&params).unwrap_or(Value::Null));
     }
 }
 

@@ -1,0 +1,224 @@
+//! The confirmation routes a gated call without a CLI token takes (spec/trips.md; spec/state.md
+//! `state.seal.aad`, `state.invalid-fresh`, `state.ext.single-use`; CONTRACT §6 routes 2 and
+//! 3): the 2026-07-28 `input_required` round trip (offered, then completed by the client's
+//! resubmission) and the legacy stdio shim, which sends `elicitation/create` itself. Both
+//! put the call's summary in the form's message and end in [`ServerCore::execute`] with a
+//! verified approval, or in a refusal that says why.
+
+use std::time::Duration;
+
+use rmcp::model::{InputRequests, InputRequiredResult, InputResponses};
+use rmcp::service::{RequestContext, RoleServer};
+use tc_gate::request_state::{StateBinding, present, split_presented};
+use tc_gate::{AdmitError, NonTokenRoute, StateFp};
+use tc_tools::{Approval, Prepared, ToolError};
+
+use crate::dispatch::{CallKey, ServerCore, Step};
+use crate::trips::{
+    Answer, CONFIRM_KEY, confirm_input_request, confirm_params, judge_answer, prompt_message,
+};
+
+impl ServerCore {
+    // r[impl trip.modern.shape]
+    // r[impl state.seal.aad]
+    /// Raises the request and answers `input_required` with the confirmation form (whose
+    /// message carries the summary) and a requestState sealed for this exact call and its
+    /// current state.
+    pub(crate) async fn offer_round_trip(&self, prepared: &Prepared, key: CallKey) -> Step {
+        let raised = {
+            let prepared = prepared.clone();
+            self.blocking("recording the confirmation request", move |pipeline| {
+                pipeline.raise(&prepared)
+            })
+            .await
+        };
+        let raised = match raised {
+            Ok(raised) => raised,
+            Err(error) => return Step::Done(Some(key), Err(error)),
+        };
+        let fp = prepared.state_fp().as_str();
+        let binding = StateBinding {
+            caller: &prepared.caller().id,
+            vault: prepared.vault_id(),
+            tool: prepared.tool(),
+            args_hash: prepared.args_hash(),
+            state_fp: fp,
+        };
+        let ttl_ms = u64::try_from(self.ttl_ms).unwrap_or(0);
+        let sealed = self
+            .sealer
+            .seal(&binding, ttl_ms, self.clock.now_ms(), self.entropy.as_ref());
+        let message = prompt_message(&raised.summary);
+        let mut requests = InputRequests::new();
+        requests.insert(CONFIRM_KEY.to_owned(), confirm_input_request(message));
+        Step::InputRequired(InputRequiredResult::new(
+            Some(requests),
+            Some(present(fp, &sealed.token)),
+        ))
+    }
+
+    // r[impl trip.modern.resubmit]
+    // r[impl trip.verified-not-granted]
+    // r[impl state.invalid-fresh]
+    // r[impl trip.never-twice]
+    /// A call resent with `inputResponses` and/or a `requestState`: the state must open for
+    /// this exact call, and then the answer decides. A state that does not open approves
+    /// nothing and a fresh confirmation is offered.
+    pub(crate) async fn resubmission(
+        &self,
+        prepared: &Prepared,
+        key: CallKey,
+        request_state: Option<&str>,
+        input_responses: Option<&InputResponses>,
+        context: &RequestContext<RoleServer>,
+    ) -> Step {
+        let opened = request_state.and_then(|state| {
+            let (hint, sealed) = split_presented(state);
+            let approved = match hint {
+                Some(hint) => StateFp::parse(hint).ok()?,
+                None => prepared.state_fp().clone(),
+            };
+            let binding = StateBinding {
+                caller: &prepared.caller().id,
+                vault: prepared.vault_id(),
+                tool: prepared.tool(),
+                args_hash: prepared.args_hash(),
+                state_fp: approved.as_str(),
+            };
+            match self.sealer.open(sealed, &binding, self.clock.now_ms()) {
+                Ok(opened) => Some((opened, approved)),
+                Err(error) => {
+                    tracing::info!(
+                        tool = prepared.tool(),
+                        reason = error.reason(),
+                        "requestState refused; offering a fresh confirmation"
+                    );
+                    None
+                }
+            }
+        });
+        let Some((opened, approved)) = opened else {
+            return self.without_approval(prepared, key, context).await;
+        };
+        let answer = input_responses
+            .and_then(|responses| responses.get(CONFIRM_KEY))
+            .map_or(Answer::NotObtained, judge_answer);
+        match answer {
+            // r[impl trip.decline]
+            // r[impl trip.decline.no-redispatch]
+            Answer::Decline => Step::Done(
+                Some(key),
+                Err(ToolError::approval_declined(prepared.tool())),
+            ),
+            // r[impl trip.cancel]
+            Answer::NotObtained => Step::Done(
+                Some(key),
+                Err(self.pipeline.approval_not_obtained(prepared)),
+            ),
+            Answer::Approve => {
+                if !prepared.needs_confirmation() {
+                    let outcome = self.execute(prepared, Approval::NotNeeded, context).await;
+                    return Step::Done(Some(key), outcome);
+                }
+                // r[impl state.ext.single-use]
+                let admitted = self
+                    .blocking("admitting the confirmation", move |pipeline| {
+                        Ok(pipeline.gate().admit_request_state(&opened))
+                    })
+                    .await;
+                match admitted {
+                    Ok(Ok(())) => {}
+                    Ok(Err(AdmitError::AlreadyUsed | AdmitError::Expired)) => {
+                        return self.offer_round_trip(prepared, key).await;
+                    }
+                    Ok(Err(AdmitError::Store(_))) | Err(_) => {
+                        return Step::Done(
+                            Some(key),
+                            Err(ToolError::internal("admitting the confirmation")),
+                        );
+                    }
+                }
+                let approval = Approval::Verified {
+                    state_fp: approved,
+                    route: NonTokenRoute::RequestState,
+                };
+                Step::Done(Some(key), self.execute(prepared, approval, context).await)
+            }
+        }
+    }
+
+    /// A gated call that brought nothing that approves it, on the modern route.
+    async fn without_approval(
+        &self,
+        prepared: &Prepared,
+        key: CallKey,
+        context: &RequestContext<RoleServer>,
+    ) -> Step {
+        if prepared.needs_confirmation() {
+            self.offer_round_trip(prepared, key).await
+        } else {
+            Step::Done(
+                Some(key),
+                self.execute(prepared, Approval::NotNeeded, context).await,
+            )
+        }
+    }
+
+    // r[impl trip.legacy-shim]
+    // r[impl trip.legacy-shim.no-answer]
+    // r[impl trip.legacy-shim.single-use]
+    /// The legacy stdio shim: raises the request, sends `elicitation/create` (with the
+    /// summary) from this handler's own task, waits for the answer (at most the
+    /// confirmation TTL), and applies it to this same call; the drift check runs after the
+    /// prompt.
+    pub(crate) async fn legacy_shim(
+        &self,
+        prepared: &Prepared,
+        key: CallKey,
+        context: &RequestContext<RoleServer>,
+    ) -> Step {
+        let raised = {
+            let prepared = prepared.clone();
+            self.blocking("recording the confirmation request", move |pipeline| {
+                pipeline.raise(&prepared)
+            })
+            .await
+        };
+        let raised = match raised {
+            Ok(raised) => raised,
+            Err(error) => return Step::Done(Some(key), Err(error)),
+        };
+        let message = prompt_message(&raised.summary);
+        let wait = Duration::from_millis(u64::try_from(self.ttl_ms).unwrap_or(0));
+        let answer = match context
+            .peer
+            .create_elicitation_with_timeout(confirm_params(message), Some(wait))
+            .await
+        {
+            Ok(result) => {
+                serde_json::to_value(&result).map_or(Answer::NotObtained, |v| judge_answer(&v))
+            }
+            Err(error) => {
+                tracing::info!(tool = prepared.tool(), %error, "the shim's prompt got no answer; treated as cancel");
+                Answer::NotObtained
+            }
+        };
+        match answer {
+            Answer::Approve => {
+                let approval = Approval::Verified {
+                    state_fp: prepared.state_fp().clone(),
+                    route: NonTokenRoute::LegacyShim,
+                };
+                Step::Done(Some(key), self.execute(prepared, approval, context).await)
+            }
+            Answer::Decline => Step::Done(
+                Some(key),
+                Err(ToolError::approval_declined(prepared.tool())),
+            ),
+            Answer::NotObtained => Step::Done(
+                Some(key),
+                Err(self.pipeline.approval_not_obtained(prepared)),
+            ),
+        }
+    }
+}

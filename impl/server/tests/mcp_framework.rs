@@ -1,0 +1,178 @@
+//! The tool framework seen from an MCP client in process: progress notifications while a
+//! long call runs, the confirmation form carrying the summary, and every response bounded
+//! as it is sent (spec/tools.md `tools.progress`, `tools.summary`; spec/governor.md
+//! `governor.measure`; spec/paging.md `paging.read-notes.no-overflow`).
+
+mod mcp_support;
+
+use mcp_support::{Harness, Reply, call, connect, legacy, modern, success};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, NumberOrString, ProgressToken, RequestMetaObject,
+};
+use serde_json::{Value, json};
+use tc_server::config::Config;
+
+fn with_progress(tool: &str, arguments: Value, token: i64) -> CallToolRequestParams {
+    let mut params =
+        CallToolRequestParams::new(tool.to_owned()).with_arguments(mcp_support::args(arguments));
+    params.meta = Some(RequestMetaObject::with_progress_token(ProgressToken(
+        NumberOrString::Number(token),
+    )));
+    params
+}
+
+// r[verify tools.progress]
+#[tokio::test]
+async fn a_long_call_with_a_progress_token_sends_its_progress() {
+    let h = Harness::new();
+    h.write("target.md", "T\n");
+    for i in 0..5 {
+        h.write(&format!("l/{i}.md"), "see [[target]]\n");
+    }
+    let client_side = legacy(Reply::Approve);
+    let progress = client_side.progress.clone();
+    // The shim approves the rewrite in the same call.
+    let core = h.sibling(|_| {}, true);
+    let client = connect(core, client_side).await;
+    let arguments = json!({"from_target": "target", "to_target": "renamed", "dry_run": false});
+    let response = client
+        .call_tool_once(with_progress("rewrite_link", arguments, 7))
+        .await
+        .unwrap();
+    let CallToolResponse::Complete(result) = response else {
+        panic!("expected a complete result, got {response:?}");
+    };
+    assert_eq!(success(&result)["applied"], true);
+    // Notifications and the response travel on one ordered stream: all have arrived.
+    let seen = progress.lock().unwrap().clone();
+    assert_eq!(seen.len(), 6, "{seen:?}");
+    // rmcp's client puts a token of its own choosing on the request; every report carries it.
+    assert!(
+        seen.iter()
+            .all(|p| p["progressToken"] == seen[0]["progressToken"]),
+        "{seen:?}"
+    );
+    assert!(!seen[0]["progressToken"].is_null());
+    assert_eq!(seen[0]["progress"], 0.0);
+    assert_eq!(seen[5]["progress"], 5.0);
+    assert!(seen.iter().all(|p| p["total"] == 5.0), "{seen:?}");
+    let values: Vec<f64> = seen
+        .iter()
+        .map(|p| p["progress"].as_f64().unwrap())
+        .collect();
+    assert!(
+        values.windows(2).all(|w| w[0] < w[1]),
+        "progress grows: {values:?}"
+    );
+
+    // (rmcp's client puts a progressToken on every request, so the other half, no token
+    // and no notification, is driven by the official clients in tests/e2e.)
+}
+
+// r[verify tools.summary]
+#[tokio::test]
+async fn the_confirmation_form_says_what_it_approves_on_both_routes() {
+    let h = Harness::new();
+    h.write("a.md", "old line\n");
+    let args = json!({"path": "a.md", "content": "new line\n"});
+    // Legacy shim: the server's own elicitation/create.
+    let shim_client = legacy(Reply::Decline);
+    let messages = shim_client.messages.clone();
+    let client = connect(h.sibling(|_| {}, true), shim_client).await;
+    let _ = call(&client, "write_note", args.clone()).await;
+    let prompts = messages.lock().unwrap().clone();
+    assert_eq!(prompts.len(), 1);
+    let shim_message = prompts[0]["message"].as_str().unwrap().to_owned();
+    // Modern: the input_required form.
+    let client = connect(h.core.clone(), modern(Reply::Decline)).await;
+    let response = mcp_support::call_once(&client, "write_note", args).await;
+    let CallToolResponse::InputRequired(required) = response else {
+        panic!("expected input_required, got {response:?}");
+    };
+    let form = serde_json::to_value(&required).unwrap();
+    let modern_message = form["inputRequests"]["confirm"]["params"]["message"]
+        .as_str()
+        .or_else(|| form["inputRequests"]["confirm"]["message"].as_str())
+        .unwrap_or_else(|| panic!("no message in {form}"))
+        .to_owned();
+    for message in [&shim_message, &modern_message] {
+        assert!(
+            message.contains("write_note in vault vault for caller stdio"),
+            "{message}"
+        );
+        assert!(message.contains("target: a.md"), "{message}");
+        assert!(
+            message.contains("-old line") && message.contains("+new line"),
+            "{message}"
+        );
+        assert!(message.contains("args_hash "), "{message}");
+    }
+    assert_eq!(
+        shim_message, modern_message,
+        "the same words on both routes"
+    );
+}
+
+// r[verify governor.measure]
+// r[verify paging.read-notes.no-overflow]
+#[tokio::test]
+async fn every_read_notes_page_is_under_the_cap_as_sent() {
+    const CAP: u64 = 40_000;
+    let h = Harness::with(|c: &mut Config| c.governor.max_response_bytes = CAP);
+    // Quotes and newlines make the text copy much longer than the JSON.
+    for i in 0..60 {
+        h.write(&format!("n/{i:02}.md"), &"say \"hi\"\n".repeat(200));
+    }
+    let client = connect(h.core.clone(), legacy(Reply::Approve)).await;
+    let mut cursor: Option<String> = None;
+    let mut notes = 0;
+    let mut pages = 0;
+    loop {
+        let mut arguments = json!({"folder": "n"});
+        if let Some(c) = &cursor {
+            arguments["cursor"] = json!(c);
+        }
+        let result = call(&client, "read_notes", arguments).await;
+        // What the server sent for this call: the result, framed as a JSON-RPC response.
+        let sent = serde_json::to_string(&json!({
+            "jsonrpc": "2.0",
+            "id": 1_000_000,
+            "result": result,
+        }))
+        .unwrap();
+        assert!(
+            sent.len() as u64 <= CAP,
+            "a page of {} bytes as sent",
+            sent.len()
+        );
+        let page = success(&result);
+        notes += page["notes"].as_array().unwrap().len();
+        pages += 1;
+        match page["next_cursor"].as_str() {
+            Some(next) => cursor = Some(next.to_owned()),
+            None => break,
+        }
+    }
+    assert_eq!(notes, 60);
+    assert!(pages > 2, "{pages} pages");
+    assert_eq!(h.core.governor().truncations(), 0);
+    // A result over the cap as sent is refused, though its JSON alone would fit.
+    let h = Harness::with(|c: &mut Config| c.governor.max_response_bytes = 450);
+    let client = connect(h.core.clone(), legacy(Reply::Approve)).await;
+    let result = call(
+        &client,
+        "write_note",
+        json!({"path": "w.md", "content": "w"}),
+    )
+    .await;
+    let refusal = mcp_support::failure(&result);
+    assert_eq!(refusal["code"], "overflow");
+    let json_alone = 150; // {"path":"w.md","mode":"create",…,"content_hash":"<64 hex>","bytes":1}
+    assert!(json_alone < 450);
+    assert!(
+        refusal["details"]["result_size"].as_u64().unwrap() > 450,
+        "{refusal}"
+    );
+    // It ran: the overflow of a call that changed the vault does not hide that.
+    assert_eq!(h.read("w.md").as_deref(), Some("w"));
+}

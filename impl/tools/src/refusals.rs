@@ -1,0 +1,154 @@
+//! The refusals the confirmation gate answers with, and the approval command they carry
+//! (spec/results.md `results.elicit-required`, `results.elicit-required.directive`,
+//! `results.approval-not-obtained`, `results.replay-drift`, `results.cancelled`;
+//! spec/gate.md `gate.token.refused`).
+
+use serde_json::json;
+use tc_gate::{RaisedRequest, RedeemError};
+
+use crate::error::{ErrorCode, ToolError};
+use crate::pipeline::{Pipeline, Prepared};
+
+/// Why a CLI token approved nothing (spec `gate.token.refused`).
+pub(crate) fn token_rejected(error: &RedeemError) -> &'static str {
+    match error {
+        RedeemError::Expired => "expired",
+        RedeemError::AlreadySpent => "spent",
+        _ => "invalid",
+    }
+}
+
+/// Quotes `word` for a POSIX shell when it holds anything but plainly safe characters.
+fn shell_word(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word.bytes().all(|b| {
+            b.is_ascii_alphanumeric()
+                || matches!(b, b'-' | b'_' | b'.' | b'/' | b':' | b'@' | b'+' | b'=')
+        });
+    if plain {
+        word.to_owned()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
+
+impl Pipeline {
+    /// The `obsidian-tc elicit` command that approves `prepared` (spec
+    /// `results.elicit-required`), with `--vault` when several vaults are served.
+    pub fn elicit_command(&self, prepared: &Prepared) -> String {
+        let mut command = format!(
+            "obsidian-tc elicit --hash {} --tool {}",
+            shell_word(prepared.args_hash()),
+            shell_word(prepared.tool())
+        );
+        if self.vault_count() > 1 {
+            command.push_str(&format!(" --vault {}", shell_word(prepared.vault_id())));
+        }
+        command.push_str(&format!(
+            " --caller {} --state-fp {}",
+            shell_word(&prepared.caller().id),
+            shell_word(prepared.state_fp().as_str())
+        ));
+        command
+    }
+
+    // r[impl results.elicit-required]
+    // r[impl results.elicit-required.directive]
+    /// The `elicit_required` refusal for a raised request.
+    pub fn elicit_required(
+        &self,
+        prepared: &Prepared,
+        raised: RaisedRequest,
+        rejected: Option<&str>,
+    ) -> ToolError {
+        let lead = match rejected {
+            Some(why) => format!("The elicit_token sent was not accepted ({why}). "),
+            None => String::new(),
+        };
+        let mut error = ToolError::new(
+            ErrorCode::ElicitRequired,
+            format!(
+                "STOP and ask the human before running anything else: this {tool} call needs \
+                 their explicit confirmation. {lead}Show them the command in recovery.command; \
+                 if they approve, they run it and give you the token it prints, and you send the \
+                 same call again with elicit_token set to it. Do not edit the vault directly or \
+                 otherwise work around this gate.",
+                tool = prepared.tool()
+            ),
+        )
+        .with_details(json!({
+            "args_hash": prepared.args_hash(),
+            "state_fp": prepared.state_fp().as_str(),
+            "tool": prepared.tool(),
+            "vault": prepared.vault_id(),
+        }))
+        .with_recovery(
+            "ask the human to approve this exact call by running the command, then send the same call again with elicit_token",
+            Some(self.elicit_command(prepared)),
+        );
+        if let Some(why) = rejected {
+            error = error.detail("token_rejected", json!(why));
+        }
+        error.raised = Some(Box::new(raised));
+        error
+    }
+
+    // r[impl results.approval-not-obtained]
+    /// The refusal for a round-trip prompt answered with cancel (spec `trip.cancel`).
+    pub fn approval_not_obtained(&self, prepared: &Prepared) -> ToolError {
+        ToolError::new(
+            ErrorCode::ApprovalNotObtained,
+            format!(
+                "Approval was not obtained for this {} call: the prompt was dismissed and nobody \
+                 declined it. Nothing was applied. Ask the human to approve it out of band with \
+                 the command in recovery.command, then send the same call again with \
+                 elicit_token set to the token it prints.",
+                prepared.tool()
+            ),
+        )
+        .with_details(json!({
+            "reason": "approval_not_obtained",
+            "args_hash": prepared.args_hash(),
+            "state_fp": prepared.state_fp().as_str(),
+            "tool": prepared.tool(),
+        }))
+        .with_recovery(
+            "ask the human to approve this exact call by running the command, then send the same call again with elicit_token",
+            Some(self.elicit_command(prepared)),
+        )
+    }
+
+    // r[impl results.replay-drift]
+    pub(crate) fn replay_drift(prepared: &Prepared, token: bool) -> ToolError {
+        let spent = if token { " and the token is spent" } else { "" };
+        ToolError::new(
+            ErrorCode::ReplayDrift,
+            format!(
+                "The target of this {} call changed between the confirmation request and its \
+                 redemption: nothing was applied{spent}. Send the original call again with no \
+                 elicit_token to request a fresh confirmation of the current state.",
+                prepared.tool()
+            ),
+        )
+        .with_details(json!({"tool": prepared.tool(), "args_hash": prepared.args_hash()}))
+        .with_recovery(
+            "send the original call again with no elicit_token; it asks for a fresh confirmation",
+            None,
+        )
+    }
+
+    pub(crate) fn cancelled(prepared: &Prepared, released: Option<bool>) -> ToolError {
+        let mut error = ToolError::new(
+            ErrorCode::InternalError,
+            format!(
+                "The {} call was cancelled before its handler ran; nothing was applied.",
+                prepared.tool()
+            ),
+        )
+        .with_details(json!({"reason": "cancelled"}));
+        if let Some(released) = released {
+            error = error.detail("token_released", json!(released));
+        }
+        error
+    }
+}
