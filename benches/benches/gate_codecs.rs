@@ -1,4 +1,4 @@
-//! requestState and read_notes cursor: seal and open (issue 3 item 13).
+//! requestState and read_notes cursor: seal and open.
 
 use std::hint::black_box;
 

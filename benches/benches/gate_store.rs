@@ -1,4 +1,4 @@
-//! Durable token issue + redeem per second on a real cache.db (issue 3 item 13; DESIGN.md §6
+//! Durable token issue + redeem per second on a real cache.db (DESIGN.md §6
 //! target: ≥ 2,000 per second on 2 cores). The file is in WAL mode with synchronous=FULL,
 //! and every consume is committed and synced before redeem returns (the mint skips its own
 //! sync; see tc-gate's store). Sequential cases pay one fsync per cycle; the concurrent case

@@ -1,9 +1,14 @@
-//! `read_notes` paging (issue 4 item 7; DESIGN.md §6: a full walk of a 10,000-note vault
+//! `read_notes` paging (spec/paging.md; DESIGN.md §6: a full walk of a 10,000-note vault
 //! within 2× of reading and JSON-encoding the same files in the same process, and the cost
 //! of one page flat from 1,000 to 100,000 notes).
 //!
 //! - `read_notes_walk/paged_walk_1MB`: every page of the reference vault at the default cap
 //!   (1,000,000 bytes), following `next_cursor` to the end, as the registry would call it.
+//! - `read_notes_walk/paged_walk_1MB_as_sent`: the same walk, plus what the server does to
+//!   each page on its way out: rmcp's `CallToolResult` holds `structuredContent` as a
+//!   `serde_json::Value`, so the page's bytes are parsed once into a `Value`, which rmcp then
+//!   serializes, beside the text block (the page's bytes as a JSON string). The difference to
+//!   `paged_walk_1MB` is what rmcp's types cost over sending the bytes as they are.
 //! - `read_notes_walk/floor_read_encode`: the floor: the same notes read and JSON-encoded
 //!   as `{path, content}` with nothing else (no cursor, no hash, no frontmatter, no ACL),
 //!   notes over the cap left unread as the walk does. The ratio of the two is the figure.
@@ -196,6 +201,16 @@ fn report_bytes(served: &Served, root: &Path) {
     );
 }
 
+/// What the server does to a page's bytes on the way out, and the bytes it writes: the page
+/// parsed into the `Value` rmcp's `structuredContent` needs and serialized again by rmcp, and
+/// the text block (the page as a JSON string).
+fn as_sent(json: &str) -> usize {
+    let structured: Value = serde_json::from_str(json).expect("page JSON");
+    let structured_bytes = serde_json::to_vec(&structured).map_or(0, |b| b.len());
+    let text_bytes = serde_json::to_vec(json).map_or(0, |b| b.len());
+    black_box(structured_bytes + text_bytes)
+}
+
 fn walk_vs_floor(c: &mut Criterion) {
     let started = Instant::now();
     let root = cached_vault(&VaultSpec::reference()).expect("generate the reference vault");
@@ -210,6 +225,15 @@ fn walk_vs_floor(c: &mut Criterion) {
     group.sample_size(10);
     group.bench_function("paged_walk_1MB", |b| {
         b.iter(|| paged_walk(black_box(&served.ctx(WALK_CAP)), |_| ()))
+    });
+    group.bench_function("paged_walk_1MB_as_sent", |b| {
+        b.iter(|| {
+            let mut sent = 0usize;
+            paged_walk(black_box(&served.ctx(WALK_CAP)), |json| {
+                sent += as_sent(json);
+            });
+            sent
+        })
     });
     group.bench_function("floor_read_encode", |b| {
         b.iter(|| floor(black_box(&root), WALK_CAP))

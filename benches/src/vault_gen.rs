@@ -1,4 +1,4 @@
-//! A deterministic Obsidian vault for the paging benchmarks (issue 4 item 7; DESIGN.md §6:
+//! A deterministic Obsidian vault for the paging benchmarks (DESIGN.md §6:
 //! "a 10,000-note vault (20.5 MB, mean 2 KB)").
 //!
 //! The same [`VaultSpec`] always yields the same files, byte for byte: a seeded splitmix64

@@ -1,4 +1,4 @@
-//! The bodies of the fuzz targets (issue 3 item 12; fuzz/fuzz_targets/*.rs call these, and
+//! The bodies of the fuzz targets (fuzz/fuzz_targets/*.rs call these, and
 //! tests/fuzz_seeds.rs replays every committed seed through them with plain `cargo test`).
 //!
 //! Each body takes arbitrary bytes, never fails on them, and panics only when a property of
@@ -82,7 +82,7 @@ struct StateInput {
     replacement: u8,
 }
 
-/// requestState open (issue 3 item 12). Never panics on input; panics when a property fails.
+/// requestState open. Never panics on input; panics when a property fails.
 // r[verify state.seal.aad]
 // r[verify state.ttl]
 pub fn request_state_open(data: &[u8]) {
@@ -190,7 +190,7 @@ struct CursorInput {
     replacement: u8,
 }
 
-/// read_notes cursor open (issue 3 item 12). Never panics on input; panics when a property
+/// read_notes cursor open. Never panics on input; panics when a property
 /// fails.
 // r[verify paging.cursor.signed]
 // r[verify paging.cursor.bound]
@@ -309,7 +309,7 @@ fn reversed_json(value: &Value, out: &mut String) {
     }
 }
 
-/// args_hash over arbitrary JSON (issue 3 item 12). Never panics on input; panics when a
+/// args_hash over arbitrary JSON. Never panics on input; panics when a
 /// property fails.
 // r[verify gate.hash.args-hash]
 // r[verify gate.hash.canonical-json]
@@ -405,7 +405,7 @@ impl LifecycleInput {
     }
 }
 
-/// The whole lifecycle through the conformance harness (issue 3 item 12): panics with the
+/// The whole lifecycle through the conformance harness: panics with the
 /// divergence when tc-gate and tc-model disagree.
 pub fn lifecycle(data: &[u8]) {
     let Ok(input) = LifecycleInput::decode(data) else {

@@ -1,4 +1,4 @@
-//! The stateright paths replayed against tc-gate (issue 3 item 11): breadth-first over the
+//! The stateright paths replayed against tc-gate: breadth-first over the
 //! checker's own action generator ([`stateright::Model::actions`] of [`GateChecker`]), every
 //! state reachable within a bounded depth is reached by one path, and that path is replayed on
 //! a fresh tc-gate (in-memory cache.db) next to the model, comparing every outcome.

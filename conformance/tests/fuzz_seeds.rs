@@ -1,5 +1,5 @@
 //! Replays every committed fuzz seed (`fuzz/seeds/<target>/*`) through the body its fuzz target
-//! calls (issue 3 item 12), so inputs the fuzzer found stay regression tests on stable Rust,
+//! calls, so inputs the fuzzer found stay regression tests on stable Rust,
 //! without nightly or cargo-fuzz.
 
 use std::fs;

@@ -33,7 +33,7 @@ pub enum RequestStateMode {
     SingleUse,
 }
 
-/// Seeded defects (issue 2 item 5): each bends one decision of the gate so that a test can show
+/// Seeded defects: each bends one decision of the gate so that a test can show
 /// the checker notices. All off by default; a real configuration never sets any.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Defects {

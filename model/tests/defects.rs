@@ -1,4 +1,4 @@
-//! The model can fail (issue 2 item 5): each seeded defect bends one decision of the gate, and
+//! The model can fail: each seeded defect bends one decision of the gate, and
 //! the checker must find a counterexample to the property of the clause that decision realizes.
 //! Each counterexample is then replayed on the defect-free model, where the same property holds
 //! at every step: the defect, not the scenario, is what breaks it.

@@ -1,4 +1,4 @@
-//! The per-vault folder ACL (CONTRACT.md §2 `[vaults.acl]`; issue 4 item 2).
+//! The per-vault folder ACL (CONTRACT.md §2 `[vaults.acl]`).
 //!
 //! Rules, as configured:
 //! - `readOnly = true` refuses every write and delete.

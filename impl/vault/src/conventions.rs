@@ -1,5 +1,5 @@
 //! Conventions: the vault's block rules, judged by the write gate before any write
-//! (CONTRACT.md §2 `[[vaults.conventions]]`; issue 4 item 3; seed: "the vault write gate
+//! (CONTRACT.md §2 `[[vaults.conventions]]`; seed: "the vault write gate
 //! refused it with convention_blocked before any write of the call").
 //!
 //! Each rule has a `glob` over vault-relative paths and any of:

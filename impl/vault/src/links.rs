@@ -1,5 +1,5 @@
 //! Wikilinks and embeds: finding, resolving and rewriting them the way Obsidian does
-//! (issue 4 item 1; CONTRACT.md §3 `rewrite_link`, `move_note.update_backlinks`; seed:
+//! (CONTRACT.md §3 `rewrite_link`, `move_note.update_backlinks`; seed:
 //! `rewrite_link` binds "the set of notes the rewrite would touch, and their content").
 //!
 //! Syntax: `[[target]]`, `[[target|alias]]`, `[[target#heading]]`,

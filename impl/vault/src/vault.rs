@@ -1,5 +1,5 @@
-//! One vault on disk: reading, hashing, atomic writes, moves, copies, deletes (issue 4 item 1;
-//! CONTRACT.md §3, §4). The delete snapshots `restore_note` restores from are in
+//! One vault on disk: reading, hashing, atomic writes, moves, copies, deletes
+//! (CONTRACT.md §3, §4). The delete snapshots `restore_note` restores from are in
 //! `vault/snapshots.rs`, a child module so they share the vault's lock and file helpers
 //! without widening their visibility.
 //!

@@ -1,5 +1,5 @@
 //! The sorted, resumable folder walk and the byte-budgeted page builder behind `read_notes`
-//! and `list_notes` (CONTRACT.md §5; issue 4 item 5; seed: "read_notes … stays under the
+//! and `list_notes` (CONTRACT.md §5; seed: "read_notes … stays under the
 //! cap by paging … Every page makes progress; a note that could never fit is reported as a
 //! per-path too_large error (with its size and the budget) and skipped … The folder ACL is
 //! re-checked per note on every page").

@@ -260,7 +260,7 @@ pub fn verified(prepared_fp: &tc_gate::StateFp) -> Approval {
     }
 }
 
-/// The standard scenarios of a gated tool (issue 4 item 6), driven by a tool-specific
+/// The standard scenarios of a gated tool, driven by a tool-specific
 /// setup. `args` must need confirmation after `setup`.
 pub struct Scenario<'a> {
     pub tool: &'a str,
