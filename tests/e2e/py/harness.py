@@ -17,7 +17,7 @@ import subprocess
 import tempfile
 import time
 import urllib.request
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -154,6 +154,8 @@ def http_server(v: Vault, extra_args: list[str] | None = None) -> Iterator[HttpS
 class Connected:
     client: Client
     prompts: list[types.ElicitRequestParams] = field(default_factory=list)
+    # Every server notification the session surfaced to its message_handler, in order.
+    notifications: list[Any] = field(default_factory=list)
 
 
 @contextlib.asynccontextmanager
@@ -162,17 +164,24 @@ async def connect(
     *,
     http: HttpServer | None = None,
     era: str = "legacy",
-    answer: types.ElicitResult | types.ErrorData | None = None,
+    answer: types.ElicitResult | types.ErrorData | Callable[[Any], Any] | None = None,
     bearer: str | None = None,
     shim: bool = False,
 ) -> AsyncIterator[Connected]:
-    """The official client connected to the server; `answer=None` means no elicitation capability."""
+    """The official client connected to the server; `answer=None` means no elicitation capability.
+
+    `answer` is the reply to every prompt, or a function of the prompt's params returning it."""
     prompts: list[types.ElicitRequestParams] = []
+    notifications: list[Any] = []
+
+    async def on_message(message: Any) -> None:
+        if not isinstance(message, Exception):
+            notifications.append(message)
 
     async def on_elicit(_ctx: Any, params: types.ElicitRequestParams) -> types.ElicitResult | types.ErrorData:
         prompts.append(params)
         assert answer is not None
-        return answer
+        return answer(params) if callable(answer) else answer
 
     stack = contextlib.AsyncExitStack()
     if http is None:
@@ -191,6 +200,7 @@ async def connect(
         server,
         mode=era,
         elicitation_callback=on_elicit if answer is not None else None,
+        message_handler=on_message,
         read_timeout_seconds=CALL_TIMEOUT,
     )
     async with stack:
@@ -202,7 +212,7 @@ async def connect(
                 assert negotiated < MODERN, f"asked for the legacy era, negotiated {negotiated}"
             else:
                 assert negotiated == era, f"asked for {era}, negotiated {negotiated}"
-            yield Connected(client, prompts)
+            yield Connected(client, prompts, notifications)
 
 
 def structured(result: types.CallToolResult) -> dict[str, Any]:

@@ -165,9 +165,12 @@ export async function startHttp(v, { extraArgs = [] } = {}) {
  * - `bearer`: a JWT for the HTTP Authorization header.
  * - `shim`: pass --legacy-elicitation-shim to a stdio server.
  * - `elicitation`: the capability object declared with an `answer` (form mode by default).
+ * - `record`: keep every JSON-RPC message on the wire in the returned `wire` ({inbound, outbound}),
+ *   as the transport carries it (the client's own handlers, e.g. its progress router, still run).
  */
-export async function connect(v, { transport = 'stdio', era = 'legacy', answer = null, bearer, shim = false, manual = false, elicitation = { form: {} } } = {}) {
+export async function connect(v, { transport = 'stdio', era = 'legacy', answer = null, bearer, shim = false, manual = false, elicitation = { form: {} }, record = false } = {}) {
     const prompts = [];
+    const wire = { inbound: [], outbound: [] };
     const options = {
         capabilities: answer ? { elicitation } : {},
         versionNegotiation: era === 'legacy' ? { mode: 'legacy' } : { mode: { pin: era } },
@@ -196,6 +199,17 @@ export async function connect(v, { transport = 'stdio', era = 'legacy', answer =
         t = new StreamableHTTPClientTransport(new URL(transport.url), { requestInit: { headers } });
         stderr = transport.stderr;
     }
+    if (record) {
+        // Set before connect: the client chains a transport's existing onmessage ahead of its own.
+        t.onmessage = (message) => {
+            wire.inbound.push(message);
+        };
+        const send = t.send.bind(t);
+        t.send = (message, opts) => {
+            wire.outbound.push(message);
+            return send(message, opts);
+        };
+    }
     toClose.push(() => client.close());
     try {
         await bounded(client.connect(t, { timeout: CONNECT_TIMEOUT_MS }), CONNECT_TIMEOUT_MS + 1_000, `connect (${era})`);
@@ -210,7 +224,7 @@ export async function connect(v, { transport = 'stdio', era = 'legacy', answer =
     } else {
         assert.equal(negotiated, era, `asked for ${era}, negotiated ${negotiated}`);
     }
-    return { client, prompts, stderr };
+    return { client, prompts, stderr, wire };
 }
 
 /** tools/call, bounded; returns the CallToolResult. */
