@@ -34,9 +34,9 @@ use tc_gate::clock::{ManualClock, SeededEntropy};
 use tc_gate::keys::ServerSecret;
 use tc_gate::request_state::{RequestStateSealer, StateBinding, StateError};
 use tc_gate::{
-    AdmitError, BindingMismatch, BuiltinVerifier, EventName, Gate, GateConfig, InHandlerNoEffect,
-    MintError, NoEffect, NonTokenRoute, RedeemError, ReleaseOutcome, ReleaseTicket,
-    RequestStateMode, SpentReason, StateFp, Store, StoreError, Verifier,
+    AdmitError, BindingMismatch, BuiltinVerifier, CACHE_DB_FILE, EventName, Gate, GateConfig,
+    InHandlerNoEffect, MintError, NoEffect, NonTokenRoute, RedeemError, ReleaseOutcome,
+    ReleaseTicket, RequestStateMode, SpentReason, StateFp, Store, StoreError, Verifier,
 };
 use tc_model::clause;
 use tc_model::{
@@ -202,8 +202,6 @@ impl fmt::Debug for Sut {
     }
 }
 
-const CACHE_DB: &str = "cache.db";
-
 impl Sut {
     pub fn new(config: ModelConfig, options: SutOptions) -> Result<Self, SutError> {
         let mode = match config.request_state_mode {
@@ -225,7 +223,7 @@ impl Sut {
                 let dir = tempfile::Builder::new()
                     .prefix("tc-conformance-")
                     .tempdir_in(parent)?;
-                let store = Store::open(dir.path().join(CACHE_DB))?;
+                let store = Store::open(dir.path().join(CACHE_DB_FILE))?;
                 let secret = ServerSecret::load_or_create(dir.path(), entropy.as_ref())?;
                 (store, secret, Some(dir))
             }
@@ -719,7 +717,7 @@ impl Sut {
         let dir = dir.path().to_path_buf();
         // Close first, so nothing of the old connection can serve the reopened gate.
         self.gate = None;
-        let store = Store::open(dir.join(CACHE_DB))?;
+        let store = Store::open(dir.join(CACHE_DB_FILE))?;
         let secret = ServerSecret::load_or_create(&dir, self.entropy.as_ref())?;
         self.sealer = RequestStateSealer::new(&secret);
         self.gate = Some(Gate::new(

@@ -12,15 +12,12 @@ use std::sync::Arc;
 
 use serde_json::json;
 use tc_gate::clock::{OsEntropy, SystemClock};
-use tc_gate::{CallBinding, EventName, Gate, GateConfig, Store, caller_hash};
+use tc_gate::{CACHE_DB_FILE, CallBinding, EventName, Gate, GateConfig, Store, caller_hash};
 use tc_server::config::{CacheEnv, Config};
 
 use crate::Refusal;
 use crate::cli::ElicitArgs;
 use crate::token::vault_ids;
-
-/// The name of the gate's database inside the cache directory.
-pub const CACHE_DB: &str = "cache.db";
 
 /// What `elicit` prints: the token and a newline, or one JSON object with `--json`.
 pub fn run(args: &ElicitArgs, env: &CacheEnv) -> Result<String, Refusal> {
@@ -69,7 +66,7 @@ pub fn run(args: &ElicitArgs, env: &CacheEnv) -> Result<String, Refusal> {
 /// operator is looking at another cache directory than the server's, and creating an empty
 /// one would only lead to a confusing "no pending request".
 fn open_gate(config: &Config, cache_dir: &Path) -> Result<Gate, Refusal> {
-    let db = cache_dir.join(CACHE_DB);
+    let db = cache_dir.join(CACHE_DB_FILE);
     if !db.is_file() {
         return Err(Refusal::new(format!(
             "there is no {} yet, so no server has raised a request there; pass the --config or \

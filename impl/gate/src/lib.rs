@@ -28,5 +28,5 @@ pub use state_fp::{
     ConfirmationTargets, InvalidStateFp, RegistryError, StateFp, fingerprint_custom,
     fingerprint_targets, validate_gated_tool,
 };
-pub use store::{LATEST_SCHEMA_VERSION, Store, StoreError, SweepReport};
+pub use store::{CACHE_DB_FILE, LATEST_SCHEMA_VERSION, Store, StoreError, SweepReport};
 pub use verifier::{BuiltinVerifier, Verifier};

@@ -15,9 +15,9 @@ use axum::Router;
 use rmcp::ServiceExt;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
-use tc_gate::Store;
 use tc_gate::clock::{OsEntropy, SystemClock};
 use tc_gate::keys::{KeySource, ServerSecret};
+use tc_gate::{CACHE_DB_FILE, Store};
 
 use crate::auth::{Authenticator, check_bind};
 use crate::config::Config;
@@ -25,9 +25,6 @@ use crate::dispatch::{BuildError, CoreParts, ServerCore, Transport};
 use crate::handler::ObsidianTc;
 use crate::http::{self, HttpState};
 use crate::metrics::Metrics;
-
-/// The gate's database inside the cache directory.
-pub const CACHE_DB: &str = "cache.db";
 
 /// Why the server could not start or stopped with an error; each message says what to do.
 #[derive(Debug, thiserror::Error)]
@@ -84,7 +81,7 @@ pub fn assemble(
         source,
     })?;
     let secret = ServerSecret::load_or_create(cache_dir, &OsEntropy)?;
-    let db = cache_dir.join(CACHE_DB);
+    let db = cache_dir.join(CACHE_DB_FILE);
     let store = Store::open(&db).map_err(|source| ServeError::Store { path: db, source })?;
     let core = ServerCore::build(
         config,

@@ -1,0 +1,205 @@
+//! The schema of `cache.db` as versioned migrations keyed by `PRAGMA user_version` (the
+//! durable state behind gate.token.durable-consume, state.ext.durable and events.durable).
+//! A file written by a newer build is refused rather than guessed at.
+
+use rusqlite::{Connection, TransactionBehavior};
+
+use super::StoreError;
+
+/// The schema, one SQL script per version: `MIGRATIONS[i]` takes a file from version `i` to
+/// `i + 1`. Append only; never edit a released entry.
+const MIGRATIONS: &[&str] = &[
+    // v1: tokens, raised requests (with the fingerprints a newer raise replaced), events.
+    r#"
+    CREATE TABLE elicit_tokens (
+        id_hash        TEXT PRIMARY KEY NOT NULL,  -- SHA-256 of the token; the token itself is never stored
+        vault          TEXT NOT NULL,
+        tool           TEXT NOT NULL,
+        args_hash      TEXT NOT NULL,
+        caller         TEXT NOT NULL,
+        state_fp       TEXT,                       -- NULL: an unbound library token
+        created_at     INTEGER NOT NULL,
+        expires_at     INTEGER NOT NULL,
+        consumed_at    INTEGER,
+        released_count INTEGER NOT NULL DEFAULT 0
+    ) STRICT;
+    CREATE INDEX elicit_tokens_by_expiry ON elicit_tokens(expires_at);
+
+    CREATE TABLE raised_requests (
+        vault      TEXT NOT NULL,
+        args_hash  TEXT NOT NULL,
+        caller     TEXT NOT NULL,
+        tool       TEXT NOT NULL,
+        state_fp   TEXT NOT NULL,                  -- '' for tools whose confirmationTargets is "none"
+        raised_at  INTEGER NOT NULL,
+        expires_at INTEGER NOT NULL,
+        PRIMARY KEY (vault, args_hash, caller)
+    ) STRICT;
+    CREATE INDEX raised_requests_by_expiry ON raised_requests(expires_at);
+
+    -- Fingerprints a newer raise replaced, kept while the newer one lives, so a mint naming
+    -- an old fingerprint is told apart from one naming a fingerprint never recorded.
+    CREATE TABLE superseded_state_fps (
+        vault         TEXT NOT NULL,
+        args_hash     TEXT NOT NULL,
+        caller        TEXT NOT NULL,
+        state_fp      TEXT NOT NULL,
+        superseded_at INTEGER NOT NULL,
+        PRIMARY KEY (vault, args_hash, caller, state_fp),
+        FOREIGN KEY (vault, args_hash, caller)
+            REFERENCES raised_requests (vault, args_hash, caller) ON DELETE CASCADE
+    ) STRICT;
+
+    CREATE TABLE events (
+        id          INTEGER PRIMARY KEY AUTOINCREMENT,
+        at          INTEGER NOT NULL,
+        name        TEXT NOT NULL,
+        vault       TEXT,
+        tool        TEXT,
+        args_hash   TEXT,
+        caller_hash TEXT,
+        detail      TEXT NOT NULL DEFAULT '{}'
+    ) STRICT;
+    "#,
+    // v2: the single-use requestState extension (state.ext.single-use) and time-ordered
+    // event queries.
+    r#"
+    CREATE TABLE consumed_states (
+        state_id   TEXT PRIMARY KEY NOT NULL,
+        expires_at INTEGER NOT NULL
+    ) STRICT;
+    CREATE INDEX consumed_states_by_expiry ON consumed_states(expires_at);
+    CREATE INDEX events_by_time ON events(at);
+    "#,
+    // v3: what the human approves (spec tools.summary), kept with the raised request.
+    r#"
+    ALTER TABLE raised_requests ADD COLUMN summary TEXT NOT NULL DEFAULT '';
+    "#,
+];
+
+/// The schema version this build writes and understands.
+pub const LATEST_SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+pub(super) fn read_version(conn: &Connection) -> Result<i64, StoreError> {
+    Ok(conn.pragma_query_value(None, "user_version", |row| row.get(0))?)
+}
+
+/// Applies the missing migrations up to `target_version`, each in its own transaction with
+/// its version bump, so a crash mid-way leaves a file at a well-defined version. The version
+/// is re-read under the write lock so two processes opening a fresh file do not both migrate.
+pub(super) fn migrate(conn: &mut Connection, target_version: i64) -> Result<(), StoreError> {
+    let found = read_version(conn)?;
+    if found > LATEST_SCHEMA_VERSION {
+        return Err(StoreError::NewerSchema {
+            found,
+            supported: LATEST_SCHEMA_VERSION,
+        });
+    }
+    loop {
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let current = read_version(&tx)?;
+        if current > LATEST_SCHEMA_VERSION {
+            return Err(StoreError::NewerSchema {
+                found: current,
+                supported: LATEST_SCHEMA_VERSION,
+            });
+        }
+        if current >= target_version {
+            return Ok(tx.commit()?);
+        }
+        let index = usize::try_from(current)
+            .map_err(|_| StoreError::Corrupt(format!("negative schema version {current}")))?;
+        tx.execute_batch(MIGRATIONS[index])?;
+        tx.pragma_update(None, "user_version", current + 1)?;
+        tx.commit()?;
+    }
+}
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use rusqlite::Connection;
+
+    use super::*;
+    use crate::store::{
+        Durability, NewToken, Store, insert_consumed_state, insert_token, token_row,
+    };
+
+    fn open_at(path: &Path, version: i64) -> Store {
+        let conn = Connection::open(path).expect("open");
+        Store::configure(conn, version).expect("configure")
+    }
+
+    #[test]
+    fn fresh_file_gets_the_latest_schema() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(dir.path().join("cache.db")).expect("open");
+        assert_eq!(
+            store.schema_version().expect("version"),
+            LATEST_SCHEMA_VERSION
+        );
+        const { assert!(LATEST_SCHEMA_VERSION >= 2) };
+    }
+
+    #[test]
+    fn an_old_file_is_migrated_and_keeps_its_rows() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("cache.db");
+        {
+            let old = open_at(&path, 1);
+            assert_eq!(old.schema_version().expect("version"), 1);
+            old.write(Durability::Synced, |tx| {
+                insert_token(
+                    tx,
+                    &NewToken {
+                        id_hash: "abc",
+                        vault: "v",
+                        tool: "delete_note",
+                        args_hash: "h",
+                        caller: "stdio",
+                        state_fp: Some(""),
+                        created_at: 1,
+                        expires_at: 2,
+                    },
+                )
+            })
+            .expect("insert");
+            // The v2 table does not exist yet.
+            let missing = old.with_conn(|conn| insert_consumed_state(conn, "s", 5));
+            assert!(missing.is_err());
+            let missing = old.read(|conn| insert_consumed_state(conn, "s", 5));
+            assert!(missing.is_err());
+        }
+        let store = Store::open(&path).expect("reopen migrates");
+        assert_eq!(
+            store.schema_version().expect("version"),
+            LATEST_SCHEMA_VERSION
+        );
+        let row = store
+            .read(|conn| token_row(conn, "abc"))
+            .expect("read")
+            .expect("row kept");
+        assert_eq!(row.caller, "stdio");
+        assert!(
+            store
+                .with_conn(|conn| insert_consumed_state(conn, "s", 5))
+                .expect("v2 table exists")
+        );
+    }
+
+    #[test]
+    fn a_newer_file_is_refused_with_a_clear_error() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("cache.db");
+        drop(Store::open(&path).expect("open"));
+        Connection::open(&path)
+            .expect("raw open")
+            .pragma_update(None, "user_version", LATEST_SCHEMA_VERSION + 7)
+            .expect("bump");
+        let error = Store::open(&path).expect_err("newer schema refused");
+        assert!(matches!(error, StoreError::NewerSchema { found, supported }
+            if found == LATEST_SCHEMA_VERSION + 7 && supported == LATEST_SCHEMA_VERSION));
+        let message = error.to_string();
+        assert!(message.contains("newer"), "{message}");
+        assert!(message.contains("upgrade obsidian-tc"), "{message}");
+    }
+}
