@@ -16,7 +16,7 @@ use std::sync::Arc;
 use tc_server::auth::check_bind;
 use tc_server::config::{CacheEnv, Config};
 use tc_server::metrics::Metrics;
-use tc_server::serve::{assemble, serve_http, serve_stdio};
+use tc_server::serve::{approval_flags, assemble, serve_http, serve_stdio};
 
 use crate::Refusal;
 use crate::cli::ServeArgs;
@@ -29,6 +29,8 @@ pub struct ServePlan {
     pub transport: Transport,
     /// `--legacy-elicitation-shim` or `legacyElicitationShim`; stdio only.
     pub legacy_elicitation_shim: bool,
+    /// What the printed approval command carries (`--config`, `--cache-dir`).
+    pub approval_flags: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,11 +64,14 @@ pub fn plan(args: &ServeArgs, env: &CacheEnv) -> Result<ServePlan, Refusal> {
         }
     };
     let legacy_elicitation_shim = args.legacy_elicitation_shim || config.legacy_elicitation_shim;
+    let approval_flags =
+        approval_flags(args.config.as_deref(), args.cache_dir.is_some(), &cache_dir);
     Ok(ServePlan {
         config,
         cache_dir,
         transport,
         legacy_elicitation_shim,
+        approval_flags,
     })
 }
 
@@ -85,6 +90,7 @@ pub fn run(plan: ServePlan) -> Result<String, Refusal> {
             &plan.cache_dir,
             plan.legacy_elicitation_shim,
             Arc::new(Metrics::new()),
+            plan.approval_flags.clone(),
         )
         .map_err(|e| Refusal::new(e.to_string()))?;
         eprintln!("{}", assembled.key_source.startup_line());

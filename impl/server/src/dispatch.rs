@@ -179,6 +179,9 @@ pub struct CoreParts<'a> {
     pub metrics: Arc<Metrics>,
     /// `--legacy-elicitation-shim` or `legacyElicitationShim`.
     pub legacy_shim: bool,
+    /// What the printed `obsidian-tc elicit` command carries to find this server's cache
+    /// and config (`--config FILE`, `--cache-dir DIR`, absolute); empty for the defaults.
+    pub approval_flags: Vec<String>,
 }
 
 impl ServerCore {
@@ -233,7 +236,8 @@ impl ServerCore {
             codec: CursorCodec::new(parts.secret),
             limits: PageLimits::new(cap),
         };
-        let pipeline = Pipeline::new(registry, bindings, gate, Arc::clone(&parts.clock), paging);
+        let pipeline = Pipeline::new(registry, bindings, gate, Arc::clone(&parts.clock), paging)
+            .with_approval_flags(parts.approval_flags);
         Ok(ServerCore {
             pipeline: Arc::new(pipeline),
             governor: Governor::new(cap),

@@ -70,11 +70,14 @@ pub struct Assembled {
 // r[impl cli.serve.lazy]
 /// Loads (or creates) `<cache_dir>/server-secrets/wiki-generated.key`, opens
 /// `<cache_dir>/cache.db`, and binds the configured vaults. Prints nothing.
+/// `approval_flags` are the flags the printed `obsidian-tc elicit` command needs to reach
+/// this server's cache.db and config (see [`approval_flags`]).
 pub fn assemble(
     config: &Config,
     cache_dir: &Path,
     legacy_shim: bool,
     metrics: Arc<Metrics>,
+    approval_flags: Vec<String>,
 ) -> Result<Assembled, ServeError> {
     std::fs::create_dir_all(cache_dir).map_err(|source| ServeError::CacheDir {
         path: cache_dir.to_path_buf(),
@@ -93,12 +96,42 @@ pub fn assemble(
             entropy: Arc::new(OsEntropy),
             metrics,
             legacy_shim,
+            approval_flags,
         },
     )?;
     Ok(Assembled {
         core: Arc::new(core),
         key_source: secret.source().clone(),
     })
+}
+
+// r[impl cli.elicit.command-works]
+/// The flags `obsidian-tc elicit` needs to mint for a server started with `config_file` and
+/// a `--cache-dir` flag: `--config FILE` when there was one, and the cache directory the
+/// server resolved, absolute, whenever either was given (a relative `cacheDir` or
+/// `--cache-dir` would resolve differently from another working directory). With neither,
+/// `serve` and `elicit` agree on the default cache directory and nothing is needed.
+pub fn approval_flags(
+    config_file: Option<&Path>,
+    cache_dir_flag_given: bool,
+    resolved_cache_dir: &Path,
+) -> Vec<String> {
+    let absolute = |path: &Path| {
+        std::path::absolute(path)
+            .unwrap_or_else(|_| path.to_path_buf())
+            .to_string_lossy()
+            .into_owned()
+    };
+    let mut flags = Vec::new();
+    if let Some(file) = config_file {
+        flags.push("--config".to_owned());
+        flags.push(absolute(file));
+    }
+    if config_file.is_some() || cache_dir_flag_given {
+        flags.push("--cache-dir".to_owned());
+        flags.push(absolute(resolved_cache_dir));
+    }
+    flags
 }
 
 /// Serves MCP over this process's stdin and stdout until the client goes away.

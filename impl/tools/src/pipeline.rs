@@ -158,6 +158,9 @@ pub struct Pipeline {
     clock: Arc<dyn Clock>,
     verifier: Arc<dyn Verifier>,
     paging: PagingSetup,
+    /// The flags `obsidian-tc elicit` needs to find this server's cache.db and config
+    /// (`--config FILE`, `--cache-dir DIR`, both absolute), as the server was started.
+    approval_flags: Vec<String>,
 }
 
 impl fmt::Debug for Pipeline {
@@ -189,6 +192,7 @@ impl Pipeline {
             clock,
             verifier: Arc::new(BuiltinVerifier),
             paging,
+            approval_flags: Vec::new(),
         }
     }
 
@@ -196,6 +200,17 @@ impl Pipeline {
     pub fn with_verifier(mut self, verifier: Arc<dyn Verifier>) -> Self {
         self.verifier = verifier;
         self
+    }
+
+    /// The flags the printed approval command carries so it works when pasted as it is
+    /// (spec `cli.elicit.command-works`): the server's `--config` and `--cache-dir`.
+    pub fn with_approval_flags(mut self, flags: Vec<String>) -> Self {
+        self.approval_flags = flags;
+        self
+    }
+
+    pub fn approval_flags(&self) -> &[String] {
+        &self.approval_flags
     }
 
     /// [`Pipeline::with_verifier`] in place.

@@ -33,14 +33,20 @@ fn shell_word(word: &str) -> String {
 }
 
 impl Pipeline {
+    // r[impl cli.elicit.command-works]
     /// The `obsidian-tc elicit` command that approves `prepared` (spec
-    /// `results.elicit-required`), with `--vault` when several vaults are served.
+    /// `results.elicit-required`): with the server's own `--config` / `--cache-dir`, and
+    /// `--vault` when several vaults are served, so it works when pasted as it is.
     pub fn elicit_command(&self, prepared: &Prepared) -> String {
         let mut command = format!(
             "obsidian-tc elicit --hash {} --tool {}",
             shell_word(prepared.args_hash()),
             shell_word(prepared.tool())
         );
+        for flag in self.approval_flags() {
+            command.push(' ');
+            command.push_str(&shell_word(flag));
+        }
         if self.vault_count() > 1 {
             command.push_str(&format!(" --vault {}", shell_word(prepared.vault_id())));
         }

@@ -140,6 +140,7 @@ pub fn build_core(
                 entropy: Arc::new(OsEntropy),
                 metrics: Arc::new(Metrics::new()),
                 legacy_shim,
+                approval_flags: Vec::new(),
             },
         )
         .unwrap(),

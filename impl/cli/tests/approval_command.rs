@@ -1,0 +1,233 @@
+//! The approval command an `elicit_required` refusal prints, pasted as it is: for every way of
+//! starting `obsidian-tc serve`, the printed `obsidian-tc elicit …` run by a shell from
+//! another working directory mints a token the same server then accepts (spec/cli.md
+//! `cli.elicit.command-works`; CONTRACT §1).
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+
+use serde_json::{Value, json};
+
+/// `obsidian-tc serve …` over stdio, driven by raw JSON-RPC lines.
+struct Served {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+    next_id: u64,
+}
+
+impl Served {
+    fn start(args: &[&str], cwd: &Path, xdg: &Path) -> Served {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_obsidian-tc"))
+            .arg("serve")
+            .args(args)
+            .current_dir(cwd)
+            .env("XDG_CACHE_HOME", xdg)
+            .env("HOME", "/nonexistent-home")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn obsidian-tc serve");
+        let stdin = child.stdin.take().unwrap();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut served = Served {
+            child,
+            stdin,
+            stdout,
+            next_id: 1,
+        };
+        served.request(
+            "initialize",
+            json!({
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "approval-command-test", "version": "0"}
+            }),
+        );
+        writeln!(
+            served.stdin,
+            "{}",
+            json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        )
+        .unwrap();
+        served
+    }
+
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.next_id;
+        self.next_id += 1;
+        let line = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        writeln!(self.stdin, "{line}").unwrap();
+        self.stdin.flush().unwrap();
+        loop {
+            let mut answer = String::new();
+            assert!(
+                self.stdout.read_line(&mut answer).unwrap() > 0,
+                "the server hung up"
+            );
+            let answer: Value = serde_json::from_str(&answer).unwrap();
+            if answer["id"] == id {
+                return answer["result"].clone();
+            }
+        }
+    }
+
+    fn call(&mut self, tool: &str, arguments: Value) -> Value {
+        self.request("tools/call", json!({"name": tool, "arguments": arguments}))
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Runs `command` in a shell from `cwd`, with the binary's folder first on `PATH`; returns
+/// stdout, or panics with stderr.
+fn paste(command: &str, cwd: &Path, xdg: &Path) -> String {
+    let bin = PathBuf::from(env!("CARGO_BIN_EXE_obsidian-tc"));
+    let path = format!(
+        "{}:{}",
+        bin.parent().unwrap().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let output = Command::new("sh")
+        .arg("-c")
+        .arg(command)
+        .current_dir(cwd)
+        .env("PATH", path)
+        .env("XDG_CACHE_HOME", xdg)
+        .env("HOME", "/nonexistent-home")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{command}\nfailed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).unwrap()
+}
+
+struct Place {
+    dir: tempfile::TempDir,
+}
+
+impl Place {
+    fn new() -> Place {
+        let dir = tempfile::tempdir().unwrap();
+        for sub in ["notes", "work", "server-cwd", "operator-cwd", "xdg"] {
+            std::fs::create_dir_all(dir.path().join(sub)).unwrap();
+        }
+        std::fs::write(dir.path().join("notes/a.md"), "a\n").unwrap();
+        std::fs::write(dir.path().join("work/a.md"), "a\n").unwrap();
+        Place { dir }
+    }
+
+    fn path(&self, rel: &str) -> PathBuf {
+        self.dir.path().join(rel)
+    }
+
+    /// A config in the server's working directory, with a relative cacheDir.
+    fn config(&self, name: &str, vaults: &[&str]) -> PathBuf {
+        let mut body = "cacheDir = \"rel-cache\"\n".to_owned();
+        for vault in vaults {
+            body.push_str(&format!(
+                "[[vaults]]\nid = \"{vault}\"\nroot = \"{}\"\n",
+                self.path(vault).display()
+            ));
+        }
+        let file = self.path("server-cwd").join(name);
+        std::fs::write(&file, body).unwrap();
+        file
+    }
+}
+
+/// Starts the server with `args`, has a gated call refused, pastes the printed command from
+/// another directory, and sends the call again with the token; returns the command.
+fn approve_as_printed(place: &Place, args: &[&str], vault: Option<&str>) -> String {
+    let xdg = place.path("xdg");
+    let mut served = Served::start(args, &place.path("server-cwd"), &xdg);
+    let mut arguments = json!({"path": "a.md"});
+    if let Some(vault) = vault {
+        arguments["vault"] = json!(vault);
+    }
+    let refusal = served.call("delete_note", arguments.clone());
+    assert_eq!(refusal["isError"], true, "{refusal}");
+    let error = &refusal["structuredContent"];
+    assert_eq!(error["code"], "elicit_required", "{error}");
+    let command = error["recovery"]["command"].as_str().unwrap().to_owned();
+    let token = paste(&command, &place.path("operator-cwd"), &xdg);
+    let token = token.trim();
+    assert_eq!(token.len(), 32, "{token:?}");
+    arguments["elicit_token"] = json!(token);
+    let done = served.call("delete_note", arguments);
+    assert_ne!(done["isError"], true, "{done}");
+    assert_eq!(done["structuredContent"]["permanent"], false, "{done}");
+    command
+}
+
+// r[verify cli.elicit.command-works]
+#[test]
+fn the_printed_command_works_for_every_way_of_starting_the_server() {
+    // VAULT_DIR alone: the default cache directory, which elicit finds on its own.
+    let place = Place::new();
+    let notes = place.path("notes");
+    let command = approve_as_printed(&place, &[notes.to_str().unwrap()], None);
+    assert!(
+        !command.contains("--config") && !command.contains("--cache-dir"),
+        "{command}"
+    );
+
+    // VAULT_DIR with a relative --cache-dir: the command names it absolute.
+    let place = Place::new();
+    let notes = place.path("notes");
+    let command = approve_as_printed(
+        &place,
+        &[notes.to_str().unwrap(), "--cache-dir", "my-cache"],
+        None,
+    );
+    let expected = place.path("server-cwd").join("my-cache");
+    assert!(
+        command.contains(&format!("--cache-dir {}", expected.display())),
+        "{command}"
+    );
+
+    // A config with a relative cacheDir.
+    let place = Place::new();
+    let config = place.config("one.toml", &["notes"]);
+    let command = approve_as_printed(&place, &["--config", "one.toml"], None);
+    assert!(
+        command.contains(&format!("--config {}", config.display())),
+        "{command}"
+    );
+
+    // A config and a --cache-dir that overrides its cacheDir.
+    let place = Place::new();
+    place.config("one.toml", &["notes"]);
+    let command = approve_as_printed(
+        &place,
+        &["--config", "one.toml", "--cache-dir", "override"],
+        None,
+    );
+    let expected = place.path("server-cwd").join("override");
+    assert!(
+        command.contains(&format!("--cache-dir {}", expected.display())),
+        "{command}"
+    );
+
+    // Two vaults: the command names the vault the call used.
+    let place = Place::new();
+    place.config("two.toml", &["notes", "work"]);
+    let command = approve_as_printed(&place, &["--config", "two.toml"], Some("work"));
+    assert!(command.contains("--vault work"), "{command}");
+    assert!(
+        place.path("notes/a.md").exists(),
+        "the other vault is untouched"
+    );
+    assert!(!place.path("work/a.md").exists());
+}
