@@ -5,7 +5,9 @@
 //!
 //! A write is guarded by the content hash observed for its target when the state was taken
 //! (`HashIs`, or create-only when the target was missing), so a note changed after the drift
-//! check is refused as `concurrent_modification`, never silently overwritten.
+//! check is refused as `concurrent_modification`, never silently overwritten. The one
+//! exception is `write_note`'s unconfirmed `append` and `prepend`, which extend the note as
+//! they find it under its lock (spec `vault.write.locked`).
 
 use tc_tools::{HandlerFailure, TargetState, ToolCx, ToolError};
 use tc_vault::conventions::{ContentFacts, Prior, WriteIntent, WriteKind};
@@ -82,8 +84,19 @@ pub(crate) fn read_as_observed(
     path: &VaultPath,
 ) -> Result<Option<NoteContent>, HandlerFailure> {
     let current = cx.vault().read_if_exists(path)?;
+    check_observed(state, path, current.as_ref())?;
+    Ok(current)
+}
+
+/// Checks that `current`, read in the handler, is the state observed for `path` when the
+/// call's state was taken (`concurrent_modification` otherwise).
+pub(crate) fn check_observed(
+    state: &TargetState,
+    path: &VaultPath,
+    current: Option<&NoteContent>,
+) -> Result<(), HandlerFailure> {
     if let Some(observed) = state.observed_hash(path) {
-        let actual = current.as_ref().map(|c| c.hash.as_str());
+        let actual = current.map(|c| c.hash.as_str());
         if actual != observed {
             return Err(VaultError::ConcurrentModification {
                 path: path.as_str().to_owned(),
@@ -93,7 +106,7 @@ pub(crate) fn read_as_observed(
             .into());
         }
     }
-    Ok(current)
+    Ok(())
 }
 
 /// The write precondition matching what was observed at `path`.

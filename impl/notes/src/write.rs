@@ -18,8 +18,8 @@ use tc_vault::vault::NoteContent;
 use tc_vault::wiki::SealState;
 
 use crate::common::{
-    bytes, check_prev_hash, exists_error, guard_for, kind_for, note, preflight, prior_of,
-    read_as_observed,
+    bytes, check_observed, check_prev_hash, exists_error, guard_for, kind_for, note, preflight,
+    prior_of,
 };
 
 // ---------------------------------------------------------------- write_note
@@ -184,25 +184,46 @@ impl Tool for WriteNote {
         }
     }
 
+    // r[impl vault.write.locked]
+    /// Under the note's lock, so that for every server on the cache directory the read, the
+    /// `prev_hash` check, the new content and the write are one step. An append or prepend
+    /// that needed no confirmation extends the note as it is now (the conventions judged
+    /// again on what will be written), so racing appends all land; any other write must
+    /// find the note as the call's state observed it.
     fn run(
         &self,
         cx: &ToolCx<'_>,
         args: &WriteNoteArgs,
-        _precheck: &Precheck,
+        precheck: &Precheck,
         state: &TargetState,
     ) -> Result<WriteNoteOutput, HandlerFailure> {
         let path = note(&args.path)?;
-        let current = read_as_observed(cx, state, &path)?;
-        let new = written_content(args.mode, current.as_ref(), &args.content);
-        let outcome = cx
-            .vault()
-            .write(&path, &new, &guard_for(current.as_ref()))?;
-        Ok(WriteNoteOutput {
-            path: path.as_str().to_owned(),
-            mode: args.mode,
-            created: outcome.created,
-            content_hash: outcome.hash,
-            bytes: new.len(),
+        cx.vault().with_note_lock(&path, |locked| {
+            let current = locked.read_if_exists()?;
+            check_prev_hash(&path, args.prev_hash.as_deref(), current.as_ref())?;
+            let new = written_content(args.mode, current.as_ref(), &args.content);
+            let extends = matches!(args.mode, WriteMode::Append | WriteMode::Prepend)
+                && !precheck.needs_confirmation;
+            if extends {
+                let intent = WriteIntent::new(
+                    path.clone(),
+                    kind_for(current.as_ref()),
+                    &new,
+                    prior_of(current.as_ref()),
+                );
+                cx.judge(&intent)
+                    .map_err(HandlerFailure::ConventionBlockedBeforeWrite)?;
+            } else {
+                check_observed(state, &path, current.as_ref())?;
+            }
+            let outcome = locked.write(&new, &guard_for(current.as_ref()))?;
+            Ok(WriteNoteOutput {
+                path: path.as_str().to_owned(),
+                mode: args.mode,
+                created: outcome.created,
+                content_hash: outcome.hash,
+                bytes: new.len(),
+            })
         })
     }
 }
@@ -328,16 +349,20 @@ impl Tool for CommitWikiPage {
         state: &TargetState,
     ) -> Result<CommitWikiPageOutput, HandlerFailure> {
         let path = note(&args.path)?;
-        let current = read_as_observed(cx, state, &path)?;
-        let outcome =
-            cx.vault()
-                .write(&path, args.content.as_bytes(), &guard_for(current.as_ref()))?;
-        cx.binding.sealer.store(&path, args.content.as_bytes())?;
-        Ok(CommitWikiPageOutput {
-            path: path.as_str().to_owned(),
-            created: outcome.created,
-            content_hash: outcome.hash,
-            sealed: true,
+        // r[impl vault.write.locked]
+        // The page's seal is stored under the same lock, so racing commits leave the seal of
+        // the page that won.
+        cx.vault().with_note_lock(&path, |locked| {
+            let current = locked.read_if_exists()?;
+            check_observed(state, &path, current.as_ref())?;
+            let outcome = locked.write(args.content.as_bytes(), &guard_for(current.as_ref()))?;
+            cx.binding.sealer.store(&path, args.content.as_bytes())?;
+            Ok(CommitWikiPageOutput {
+                path: path.as_str().to_owned(),
+                created: outcome.created,
+                content_hash: outcome.hash,
+                sealed: true,
+            })
         })
     }
 }

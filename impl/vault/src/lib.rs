@@ -40,7 +40,7 @@ pub use path::{FolderPath, VaultPath, VaultRoot};
 pub use rewrite::{RewritePlan, TouchedNote};
 pub use tasks::{Date, Task, TaskStatus};
 pub use vault::{
-    NoteContent, NoteStat, Precondition, SnapshotId, SnapshotInfo, Vault, VaultConfig,
+    LockedNote, NoteContent, NoteStat, Precondition, SnapshotId, SnapshotInfo, Vault, VaultConfig,
     WriteOutcome, content_hash, snapshot_dir_for,
 };
 pub use walk::{Candidate, DeniedPolicy, Page, PageRequest, Walk, WalkFilter};

@@ -11,13 +11,18 @@
 //!   `vault.write.atomic`). A reader sees the old note or the new one, never a torn one, and
 //!   a crash leaves one or the other. Create-only writes rename with no-clobber semantics
 //!   (`renameat2(RENAME_NOREPLACE)` or link+unlink), so two racing creators cannot both win.
-//! - Preconditions (`prev_hash`, create-only) are checked and the write done under one
-//!   per-vault lock, so calls in this process cannot interleave between check and rename.
+//! - Preconditions (`prev_hash`, create-only) are checked and the write done under the
+//!   note's lock (spec `vault.write.locked`, `vault/lock.rs`): the vault's mutex for this
+//!   process and an advisory file lock under the cache directory for every process sharing
+//!   it, so no two writers interleave between check and rename. [`Vault::with_note_lock`]
+//!   holds the same lock across a caller's own read and compute as well (an append reads the
+//!   note it extends under the lock it writes under). Moves and deletes take the locks of
+//!   their notes too.
 
 use std::fs::{self, File};
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -28,6 +33,7 @@ use crate::conventions::ConventionConfig;
 use crate::error::{VaultError, VaultResult};
 use crate::path::{VaultPath, VaultRoot};
 
+mod lock;
 mod snapshots;
 
 pub use snapshots::{SnapshotId, SnapshotInfo, snapshot_dir_for};
@@ -98,12 +104,13 @@ pub struct WriteOutcome {
     pub created: bool,
 }
 
-/// One vault: its id, its root, and where its delete snapshots go.
+/// One vault: its id, its root, and where its delete snapshots and note locks go.
 #[derive(Debug)]
 pub struct Vault {
     id: String,
     root: VaultRoot,
     snapshot_dir: PathBuf,
+    lock_dir: PathBuf,
     clock: Arc<dyn Clock>,
     entropy: Arc<dyn Entropy>,
     write_lock: Mutex<()>,
@@ -112,7 +119,9 @@ pub struct Vault {
 impl Vault {
     /// Opens the vault at `root`. `snapshot_dir` (e.g. `<cacheDir>/snapshots/<vault-id>/`)
     /// is created on first use and must lie outside the vault: a snapshot inside it would be
-    /// a note again, and reachable by the tools it is meant to protect against.
+    /// a note again, and reachable by the tools it is meant to protect against. The note
+    /// locks go beside it (`<snapshot_dir>.locks/`), so every server on the same cache
+    /// directory shares them.
     pub fn open(
         id: impl Into<String>,
         root: &Path,
@@ -122,22 +131,26 @@ impl Vault {
     ) -> VaultResult<Self> {
         let root = VaultRoot::new(root)?;
         let snapshot_dir = snapshot_dir.into();
-        let probe = canonical_prefix(&snapshot_dir)
-            .map_err(|e| VaultError::io(snapshot_dir.display().to_string(), "inspect", e))?;
-        if probe.starts_with(root.path()) {
-            return Err(VaultError::io(
-                snapshot_dir.display().to_string(),
-                "open snapshot folder",
-                io::Error::new(
-                    io::ErrorKind::InvalidInput,
-                    "the snapshot folder must lie outside the vault",
-                ),
-            ));
+        let lock_dir = lock::lock_dir_for(&snapshot_dir);
+        for (dir, what) in [(&snapshot_dir, "snapshot"), (&lock_dir, "lock")] {
+            let probe = canonical_prefix(dir)
+                .map_err(|e| VaultError::io(dir.display().to_string(), "inspect", e))?;
+            if probe.starts_with(root.path()) {
+                return Err(VaultError::io(
+                    dir.display().to_string(),
+                    "open snapshot folder",
+                    io::Error::new(
+                        io::ErrorKind::InvalidInput,
+                        format!("the {what} folder must lie outside the vault"),
+                    ),
+                ));
+            }
         }
         Ok(Vault {
             id: id.into(),
             root,
             snapshot_dir,
+            lock_dir,
             clock,
             entropy,
             write_lock: Mutex::new(()),
@@ -156,10 +169,51 @@ impl Vault {
         &self.snapshot_dir
     }
 
-    fn lock(&self) -> MutexGuard<'_, ()> {
-        self.write_lock
+    /// Where the note locks are (outside the vault).
+    pub fn lock_dir(&self) -> &Path {
+        &self.lock_dir
+    }
+
+    // r[impl vault.write.locked]
+    /// Takes the locks of the notes at `targets` (resolved locations): the vault's mutex,
+    /// then each note's file lock, held until the result is dropped.
+    fn lock_notes(&self, path: &VaultPath, targets: &[&Path]) -> VaultResult<lock::Held<'_>> {
+        let process = self
+            .write_lock
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut buckets: Vec<u16> = targets
+            .iter()
+            .map(|target| {
+                let relative = target.strip_prefix(self.root.path()).unwrap_or(target);
+                lock::bucket_of(relative)
+            })
+            .collect();
+        lock::acquire(&self.lock_dir, process, &mut buckets)
+            .map_err(|e| VaultError::io(path.as_str(), "lock", e))
+    }
+
+    /// Runs `f` with the note at `path` locked against every other write, move and delete of
+    /// it by this process and every process on the same cache directory (spec
+    /// `vault.write.locked`): a read through [`LockedNote::read_if_exists`], what `f`
+    /// computes from it and the write through [`LockedNote::write`] are one step. `f` must
+    /// not call the vault's own writing methods (they take the lock again and would wait
+    /// for ever); reading is fine.
+    pub fn with_note_lock<T, E>(
+        &self,
+        path: &VaultPath,
+        f: impl FnOnce(&LockedNote<'_>) -> Result<T, E>,
+    ) -> Result<T, E>
+    where
+        E: From<VaultError>,
+    {
+        let target = self.root.resolve_for_write(path)?;
+        let _held = self.lock_notes(path, &[&target])?;
+        f(&LockedNote {
+            vault: self,
+            path,
+            target,
+        })
     }
 
     /// The note's size, without reading it.
@@ -227,23 +281,14 @@ impl Vault {
         precondition: &Precondition,
     ) -> VaultResult<WriteOutcome> {
         let target = self.root.resolve_for_write(path)?;
-        let _guard = self.lock();
-        // Hash the current note only when the precondition compares hashes.
-        let hash_it = matches!(precondition, Precondition::HashIs(_));
-        let current = current_state(path, &target, hash_it)?;
-        check_precondition(path, precondition, current.as_deref())?;
-        let no_clobber = matches!(precondition, Precondition::MustNotExist);
-        write_atomic(path, &target, bytes, no_clobber)?;
-        Ok(WriteOutcome {
-            hash: content_hash(bytes),
-            created: current.is_none(),
-        })
+        let _held = self.lock_notes(path, &[&target])?;
+        write_locked(path, &target, bytes, precondition)
     }
 
     /// Deletes a note for good (no snapshot).
     pub fn delete(&self, path: &VaultPath) -> VaultResult<()> {
         let target = self.root.resolve_for_write(path)?;
-        let _guard = self.lock();
+        let _held = self.lock_notes(path, &[&target])?;
         note_metadata_nofollow(path, &target)?;
         fs::remove_file(&target).map_err(|e| not_found_or_io(path, "delete", e))?;
         sync_parent(path, &target)
@@ -255,7 +300,7 @@ impl Vault {
     pub fn rename(&self, from: &VaultPath, to: &VaultPath, overwrite: bool) -> VaultResult<()> {
         let source = self.root.resolve_for_write(from)?;
         let target = self.root.resolve_for_write(to)?;
-        let _guard = self.lock();
+        let _held = self.lock_notes(from, &[&source, &target])?;
         note_metadata_nofollow(from, &source)?;
         if target_is_dir(&target) {
             return Err(VaultError::NoteExists {
@@ -287,6 +332,50 @@ impl Vault {
         };
         self.write(to, &content.bytes, &precondition)
     }
+}
+
+/// A note held under its lock by [`Vault::with_note_lock`].
+#[derive(Debug)]
+pub struct LockedNote<'v> {
+    vault: &'v Vault,
+    path: &'v VaultPath,
+    target: PathBuf,
+}
+
+impl LockedNote<'_> {
+    pub fn path(&self) -> &VaultPath {
+        self.path
+    }
+
+    /// The note as it is now, or `None` when none is there ([`Vault::read_if_exists`]).
+    pub fn read_if_exists(&self) -> VaultResult<Option<NoteContent>> {
+        self.vault.read_if_exists(self.path)
+    }
+
+    /// Writes the note as [`Vault::write`] does, under the lock already held.
+    pub fn write(&self, bytes: &[u8], precondition: &Precondition) -> VaultResult<WriteOutcome> {
+        write_locked(self.path, &self.target, bytes, precondition)
+    }
+}
+
+/// A write once the note's lock is held: the precondition against what is there now, then
+/// the atomic replacement.
+fn write_locked(
+    path: &VaultPath,
+    target: &Path,
+    bytes: &[u8],
+    precondition: &Precondition,
+) -> VaultResult<WriteOutcome> {
+    // Hash the current note only when the precondition compares hashes.
+    let hash_it = matches!(precondition, Precondition::HashIs(_));
+    let current = current_state(path, target, hash_it)?;
+    check_precondition(path, precondition, current.as_deref())?;
+    let no_clobber = matches!(precondition, Precondition::MustNotExist);
+    write_atomic(path, target, bytes, no_clobber)?;
+    Ok(WriteOutcome {
+        hash: content_hash(bytes),
+        created: current.is_none(),
+    })
 }
 
 /// The metadata of the note at `location`, which must be a file.
@@ -429,8 +518,8 @@ fn write_atomic(
 }
 
 /// Moves without replacing: a hard link fails if the target exists, atomically. File systems
-/// without hard links fall back to check-then-rename, which the vault lock covers for this
-/// process.
+/// without hard links fall back to check-then-rename, which the note locks cover against
+/// every writer on the same cache directory (not against other programs).
 fn rename_no_clobber(
     from: &VaultPath,
     to: &VaultPath,

@@ -114,7 +114,7 @@ impl Vault {
         // otherwise a restore would copy an outside file in.
         self.root.resolve_for_read(path)?;
         let target = self.root.resolve_for_write(path)?;
-        let _guard = self.lock();
+        let _held = self.lock_notes(path, &[&target])?;
         note_metadata_nofollow(path, &target)?;
         // Move the note aside first, so the snapshot holds exactly the bytes removed even if
         // an editor writes the note meanwhile (it would create a new note, not change ours).

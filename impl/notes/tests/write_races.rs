@@ -1,0 +1,408 @@
+//! `write_note` racing itself: several servers on one vault and one cache directory (threads
+//! with a server each, threads sharing one, and separate processes) send writes with the
+//! same `prev_hash` at the same instant, or append at the same time (spec
+//! `vault.write.locked`).
+//!
+//! The multi-process tests re-run this test binary as children (`race_child`, an ignored
+//! test that acts only when `TC_NOTES_RACE_DIR` is set), each child building its own
+//! pipeline and its own `Vault` over the shared folder, as a second `obsidian-tc serve` would.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde_json::{Value, json};
+use tc_gate::clock::{OsEntropy, SystemClock};
+use tc_gate::cursor::CursorCodec;
+use tc_gate::keys::{KeyPurpose, ServerSecret};
+use tc_gate::{Gate, GateConfig, NonTokenRoute, Store};
+use tc_tools::{
+    Approval, CallControl, CallerContext, PageLimits, PagingSetup, Pipeline, ToolError,
+    VaultBinding,
+};
+use tc_vault::acl::Scopes;
+use tc_vault::vault::{Vault, content_hash, snapshot_dir_for};
+use tc_vault::{WikiSealer, seal_dir_for};
+
+const NOTE: &str = "race.md";
+const CHILD_DIR: &str = "TC_NOTES_RACE_DIR";
+/// Marks the lines children mean for the parent (libtest prints its own lines too).
+const REPORT: &str = "@@";
+const ROUNDS: usize = 50;
+const RACERS: usize = 3;
+const APPENDS_EACH: usize = 20;
+
+/// One server: its own gate, vault handle and pipeline over `<dir>/vault`, with its cache
+/// directory at `<dir>/cache` (shared with every other server on the folder).
+struct Server {
+    pipeline: Pipeline,
+}
+
+impl Server {
+    fn on(dir: &Path) -> Self {
+        let cache = dir.join("cache");
+        let secret = ServerSecret::ephemeral(&OsEntropy);
+        let vault = Vault::open(
+            "main",
+            &dir.join("vault"),
+            snapshot_dir_for(&cache, "main").unwrap(),
+            Arc::new(SystemClock),
+            Arc::new(OsEntropy),
+        )
+        .unwrap();
+        let sealer = WikiSealer::new(
+            &secret.derive(KeyPurpose::WikiSeal),
+            seal_dir_for(&cache, "main").unwrap(),
+        );
+        let binding = VaultBinding::from_config(vault, None, &[], sealer).unwrap();
+        let gate = Gate::new(
+            Store::open_in_memory().unwrap(),
+            Arc::new(SystemClock),
+            Arc::new(OsEntropy),
+            GateConfig::default(),
+        );
+        let pipeline = Pipeline::new(
+            tc_notes::registry().unwrap(),
+            [binding],
+            gate,
+            Arc::new(SystemClock),
+            PagingSetup {
+                codec: CursorCodec::new(&secret),
+                limits: PageLimits::new(64 * 1024),
+            },
+        );
+        Server { pipeline }
+    }
+
+    /// A `write_note`; a call that needs confirmation (an overwrite) is approved the way an
+    /// accepted form approves it, bound to the state the call was prepared on.
+    fn write_note(&self, args: &Value) -> Result<Value, ToolError> {
+        let caller = CallerContext::new("stdio", Scopes::all());
+        let control = CallControl::default();
+        let prepared = self.pipeline.prepare(&caller, "write_note", args)?;
+        let approval = if prepared.needs_confirmation() {
+            Approval::Verified {
+                state_fp: prepared.state_fp().clone(),
+                route: NonTokenRoute::RequestState,
+            }
+        } else {
+            Approval::None
+        };
+        self.pipeline
+            .execute(&prepared, approval, &control)
+            .map(|out| out.to_value())
+    }
+
+    /// One compare-and-swap: `mode` with `prev_hash`, reported as `ok` or the refusal's code.
+    fn cas(&self, mode: &str, prev_hash: &str, tag: &str) -> String {
+        let args = json!({"path": NOTE, "content": tag, "mode": mode, "prev_hash": prev_hash});
+        match self.write_note(&args) {
+            Ok(_) => "ok".to_owned(),
+            Err(e) => e.code.as_str().to_owned(),
+        }
+    }
+
+    /// `count` appends of `<tag>-<i>` lines; the codes of those refused.
+    fn appends(&self, tag: &str, count: usize) -> Vec<String> {
+        (0..count)
+            .filter_map(|i| {
+                let args = json!({"path": NOTE, "content": format!("{tag}-{i}"), "mode": "append"});
+                self.write_note(&args)
+                    .err()
+                    .map(|e| e.code.as_str().to_owned())
+            })
+            .collect()
+    }
+}
+
+fn new_vault_dir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("vault")).unwrap();
+    std::fs::write(dir.path().join("vault").join(NOTE), "start\n").unwrap();
+    dir
+}
+
+fn note_text(dir: &Path) -> String {
+    std::fs::read_to_string(dir.join("vault").join(NOTE)).unwrap()
+}
+
+fn note_hash(dir: &Path) -> String {
+    content_hash(&std::fs::read(dir.join("vault").join(NOTE)).unwrap())
+}
+
+/// The CAS mode of a round: append, prepend and an approved overwrite in turn.
+fn mode_of(round: usize) -> &'static str {
+    ["append", "prepend", "overwrite"][round % 3]
+}
+
+/// One round's outcomes: exactly one `ok`; every other call refused as a lost race.
+fn check_round(round: usize, mode: &str, outcomes: &[String]) {
+    let wins = outcomes.iter().filter(|o| *o == "ok").count();
+    assert_eq!(wins, 1, "round {round} ({mode}): {outcomes:?}");
+    for outcome in outcomes.iter().filter(|o| *o != "ok") {
+        // An approved overwrite whose note changed before redemption is replay_drift; every
+        // other loser is concurrent_modification.
+        let expected = outcome == "concurrent_modification"
+            || (mode == "overwrite" && outcome == "replay_drift");
+        assert!(expected, "round {round} ({mode}): {outcomes:?}");
+    }
+}
+
+/// The note holds the winner's tag of the round just played (and, for append and prepend,
+/// every earlier winner's line is still there).
+fn check_note_after(dir: &Path, round: usize, mode: &str, before: &str) {
+    let now = note_text(dir);
+    let tag = format!("r{round}-");
+    let lines: Vec<&str> = now.lines().filter(|l| l.starts_with(&tag)).collect();
+    assert_eq!(lines.len(), 1, "round {round} ({mode}): {now:?}");
+    if mode != "overwrite" {
+        for line in before.lines() {
+            assert!(
+                now.lines().any(|l| l == line),
+                "round {round} lost {line:?}"
+            );
+        }
+    }
+}
+
+/// Every `<tag>-<i>` line of every racer is in the note, once.
+fn check_all_appended(text: &str, tags: &[String]) {
+    for tag in tags {
+        for i in 0..APPENDS_EACH {
+            let line = format!("{tag}-{i}");
+            let seen = text.lines().filter(|l| *l == line).count();
+            assert_eq!(seen, 1, "{line:?} appears {seen} times in {text:?}");
+        }
+    }
+    assert_eq!(
+        text.lines().count(),
+        1 + tags.len() * APPENDS_EACH,
+        "{text:?}"
+    );
+}
+
+// ---------------------------------------------------------------- threads
+
+// r[verify vault.write.locked]
+#[test]
+fn same_prev_hash_from_threads_with_a_server_each_has_one_winner() {
+    let dir = new_vault_dir();
+    let servers: Vec<Server> = (0..RACERS).map(|_| Server::on(dir.path())).collect();
+    for round in 0..ROUNDS {
+        let mode = mode_of(round);
+        let before = note_text(dir.path());
+        let prev = note_hash(dir.path());
+        let barrier = Barrier::new(RACERS);
+        let outcomes: Vec<String> = std::thread::scope(|s| {
+            let handles: Vec<_> = servers
+                .iter()
+                .enumerate()
+                .map(|(i, server)| {
+                    let (barrier, prev) = (&barrier, &prev);
+                    s.spawn(move || {
+                        barrier.wait();
+                        server.cas(mode, prev, &format!("r{round}-t{i}"))
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        check_round(round, mode, &outcomes);
+        check_note_after(dir.path(), round, mode, &before);
+    }
+}
+
+// r[verify vault.write.locked]
+#[test]
+fn appends_from_threads_all_land() {
+    for shared in [true, false] {
+        let dir = new_vault_dir();
+        let servers: Vec<Server> = (0..if shared { 1 } else { RACERS })
+            .map(|_| Server::on(dir.path()))
+            .collect();
+        let barrier = Barrier::new(RACERS);
+        let tags: Vec<String> = (0..RACERS).map(|i| format!("t{i}")).collect();
+        let refused: Vec<String> = std::thread::scope(|s| {
+            let handles: Vec<_> = tags
+                .iter()
+                .enumerate()
+                .map(|(i, tag)| {
+                    let server = &servers[i % servers.len()];
+                    let barrier = &barrier;
+                    s.spawn(move || {
+                        barrier.wait();
+                        server.appends(tag, APPENDS_EACH)
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .flat_map(|h| h.join().unwrap())
+                .collect()
+        });
+        assert!(refused.is_empty(), "shared server {shared}: {refused:?}");
+        check_all_appended(&note_text(dir.path()), &tags);
+    }
+}
+
+// ---------------------------------------------------------------- processes
+
+struct ChildProcess {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+}
+
+impl ChildProcess {
+    fn spawn(dir: &Path) -> Self {
+        let mut child = Command::new(std::env::current_exe().unwrap())
+            .args(["race_child", "--exact", "--ignored", "--nocapture"])
+            .args(["--test-threads", "1"])
+            .env(CHILD_DIR, dir)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut process = ChildProcess {
+            child,
+            stdin,
+            stdout,
+        };
+        assert_eq!(process.report(), "ready");
+        process
+    }
+
+    fn send(&mut self, line: &str) {
+        writeln!(self.stdin, "{line}").unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    /// The next line the child meant for us.
+    fn report(&mut self) -> String {
+        loop {
+            let mut line = String::new();
+            let read = self.stdout.read_line(&mut line).unwrap();
+            assert!(read > 0, "the child ended without reporting");
+            if let Some(at) = line.find(REPORT) {
+                return line[at + REPORT.len()..].trim_end().to_owned();
+            }
+        }
+    }
+
+    fn finish(self) {
+        let ChildProcess {
+            mut child, stdin, ..
+        } = self;
+        drop(stdin);
+        assert!(child.wait().unwrap().success());
+    }
+}
+
+fn unix_ns() -> u128 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_nanos()
+}
+
+/// A start instant a little ahead, so every child is waiting for it when it comes.
+fn start_soon() -> u128 {
+    unix_ns() + Duration::from_millis(30).as_nanos()
+}
+
+/// Waits for `start` (sleeping most of the way, spinning the last millisecond).
+fn wait_until(start: u128) {
+    loop {
+        let now = unix_ns();
+        if now >= start {
+            return;
+        }
+        let left = start - now;
+        if left > 1_000_000 {
+            std::thread::sleep(Duration::from_nanos((left - 1_000_000) as u64));
+        } else {
+            std::hint::spin_loop();
+        }
+    }
+}
+
+// r[verify vault.write.locked]
+#[test]
+fn same_prev_hash_from_processes_has_one_winner() {
+    let dir = new_vault_dir();
+    let mut children: Vec<ChildProcess> = (0..RACERS)
+        .map(|_| ChildProcess::spawn(dir.path()))
+        .collect();
+    for round in 0..ROUNDS {
+        let mode = mode_of(round);
+        let before = note_text(dir.path());
+        let prev = note_hash(dir.path());
+        let start = start_soon();
+        for (i, child) in children.iter_mut().enumerate() {
+            child.send(&format!("cas {mode} {prev} r{round}-p{i} {start}"));
+        }
+        let outcomes: Vec<String> = children.iter_mut().map(ChildProcess::report).collect();
+        check_round(round, mode, &outcomes);
+        check_note_after(dir.path(), round, mode, &before);
+    }
+    children.into_iter().for_each(ChildProcess::finish);
+}
+
+// r[verify vault.write.locked]
+#[test]
+fn appends_from_processes_all_land() {
+    let dir = new_vault_dir();
+    let mut children: Vec<ChildProcess> = (0..RACERS)
+        .map(|_| ChildProcess::spawn(dir.path()))
+        .collect();
+    let tags: Vec<String> = (0..RACERS).map(|i| format!("p{i}")).collect();
+    let start = start_soon();
+    for (child, tag) in children.iter_mut().zip(&tags) {
+        child.send(&format!("append {tag} {APPENDS_EACH} {start}"));
+    }
+    let reports: Vec<String> = children.iter_mut().map(ChildProcess::report).collect();
+    assert!(reports.iter().all(|r| r == "refused:"), "{reports:?}");
+    check_all_appended(&note_text(dir.path()), &tags);
+    children.into_iter().for_each(ChildProcess::finish);
+}
+
+/// Not a test: the body of the child processes above (see the module header). Reads
+/// commands from stdin until it closes:
+/// - `cas <mode> <prev_hash> <tag> <start ns>`: one write_note at the start instant,
+///   answered `ok` or the refusal's code;
+/// - `append <tag> <count> <start ns>`: that many appends from the start instant, answered
+///   `refused:` followed by the codes of any refused.
+#[test]
+#[ignore = "child process of the race tests; acts only when TC_NOTES_RACE_DIR is set"]
+fn race_child() {
+    let Some(dir) = std::env::var_os(CHILD_DIR).map(PathBuf::from) else {
+        return;
+    };
+    let server = Server::on(&dir);
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{REPORT}ready").unwrap();
+    out.flush().unwrap();
+    for line in std::io::stdin().lock().lines() {
+        let line = line.unwrap();
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let report = match words.as_slice() {
+            ["cas", mode, prev, tag, start] => {
+                wait_until(start.parse().unwrap());
+                server.cas(mode, prev, tag)
+            }
+            ["append", tag, count, start] => {
+                wait_until(start.parse().unwrap());
+                let refused = server.appends(tag, count.parse().unwrap());
+                format!("refused:{}", refused.join(","))
+            }
+            _ => panic!("unknown command {line:?}"),
+        };
+        writeln!(out, "{REPORT}{report}").unwrap();
+        out.flush().unwrap();
+    }
+}
