@@ -41,6 +41,8 @@ pub enum Command {
                       expires after the configured elicitTtlSeconds."
     )]
     Elicit(ElicitArgs),
+    /// List the calls waiting for approval, newest first, with what each would do
+    Pending(PendingArgs),
     /// Bearer tokens for an HTTP server with auth.mode = "jwt"
     Token {
         #[command(subcommand)]
@@ -88,6 +90,25 @@ pub struct ElicitArgs {
     #[arg(long, value_name = "FP")]
     pub state_fp: Option<String>,
     /// Print one JSON object (token, expiry, bindings) instead of the bare token
+    #[arg(long)]
+    pub json: bool,
+    /// The TOML configuration file the server runs with
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// The cache directory the server runs with [default: as for serve]
+    #[arg(long, value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct PendingArgs {
+    /// Only the requests of this vault
+    #[arg(long, value_name = "ID")]
+    pub vault: Option<String>,
+    /// Only the requests of this caller ("stdio" for a local client)
+    #[arg(long, value_name = "ID")]
+    pub caller: Option<String>,
+    /// Print one JSON array instead of the table
     #[arg(long)]
     pub json: bool,
     /// The TOML configuration file the server runs with

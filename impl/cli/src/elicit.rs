@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use serde_json::json;
 use tc_gate::clock::{OsEntropy, SystemClock};
-use tc_gate::{CACHE_DB_FILE, CallBinding, EventName, Gate, GateConfig, Store, caller_hash};
+use tc_gate::{CACHE_DB_FILE, CallBinding, Gate, GateConfig, Store};
 use tc_server::config::{CacheEnv, Config};
 
 use crate::Refusal;
@@ -65,7 +65,7 @@ pub fn run(args: &ElicitArgs, env: &CacheEnv) -> Result<String, Refusal> {
 /// The gate over `<cache_dir>/cache.db`, which must already exist: a missing one means the
 /// operator is looking at another cache directory than the server's, and creating an empty
 /// one would only lead to a confusing "no pending request".
-fn open_gate(config: &Config, cache_dir: &Path) -> Result<Gate, Refusal> {
+pub(crate) fn open_gate(config: &Config, cache_dir: &Path) -> Result<Gate, Refusal> {
     let db = cache_dir.join(CACHE_DB_FILE);
     if !db.is_file() {
         return Err(Refusal::new(format!(
@@ -114,42 +114,16 @@ fn pick_vault(
     }
 }
 
-/// Vaults with a live raised request for (args_hash, caller), found through the durable
-/// `tc.elicit.requested` events (the gate's public API looks raised requests up by vault).
+// r[impl cli.elicit.indexed-vault]
+/// The vault whose live raised request matches (args_hash, caller), looked up by index (so
+/// the cost does not grow with the event log).
 fn raised_vault(gate: &Gate, args_hash: &str, caller: &str) -> Result<String, Refusal> {
-    const PAGE: usize = 1000;
-    let hashed = caller_hash(caller);
-    let mut candidates: Vec<String> = Vec::new();
-    let mut after = 0;
-    loop {
-        let events = gate
-            .events(after, PAGE)
-            .map_err(|e| Refusal::new(format!("cannot read cache.db events: {e}")))?;
-        let Some(last) = events.last() else { break };
-        after = last.id;
-        for event in &events {
-            if event.name == EventName::Requested
-                && event.args_hash.as_deref() == Some(args_hash)
-                && event.caller_hash.as_deref() == Some(hashed.as_str())
-                && let Some(vault) = &event.vault
-                && !candidates.contains(vault)
-            {
-                candidates.push(vault.clone());
-            }
-        }
-        if events.len() < PAGE {
-            break;
-        }
-    }
-    let mut live = Vec::new();
-    for vault in candidates {
-        let pending = gate
-            .raised_request(&vault, args_hash, caller)
-            .map_err(|e| Refusal::new(format!("cannot read cache.db: {e}")))?;
-        if pending.is_some() {
-            live.push(vault);
-        }
-    }
+    let live: Vec<String> = gate
+        .raised_requests_for(args_hash, caller)
+        .map_err(|e| Refusal::new(format!("cannot read cache.db: {e}")))?
+        .into_iter()
+        .map(|raised| raised.call.vault)
+        .collect();
     match live.as_slice() {
         [only] => Ok(only.clone()),
         [] => Err(Refusal::new(

@@ -231,3 +231,108 @@ fn the_printed_command_works_for_every_way_of_starting_the_server() {
     );
     assert!(!place.path("work/a.md").exists());
 }
+
+fn obsidian_tc(args: &[&str], xdg: &Path) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_obsidian-tc"))
+        .args(args)
+        .env("XDG_CACHE_HOME", xdg)
+        .env("HOME", "/nonexistent-home")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+// r[verify cli.pending.lists]
+// r[verify cli.pending.json]
+// r[verify tools.summary]
+// r[verify cli.commands]
+#[test]
+fn pending_lists_what_each_call_would_do_and_its_command_approves_it() {
+    let place = Place::new();
+    let xdg = place.path("xdg");
+    let cache = place.path("cache");
+    let cache_arg = cache.to_str().unwrap();
+    let notes = place.path("notes");
+    let empty = obsidian_tc(&["pending", "--cache-dir", cache_arg], &xdg);
+    assert_eq!(empty.status.code(), Some(1), "no cache.db yet is a refusal");
+    let mut served = Served::start(
+        &[notes.to_str().unwrap(), "--cache-dir", cache_arg],
+        &place.path("server-cwd"),
+        &xdg,
+    );
+    std::fs::write(notes.join("b.md"), "keep\nold\n").unwrap();
+    let first = served.call(
+        "write_note",
+        json!({"path": "b.md", "content": "keep\nnew\n"}),
+    );
+    assert_eq!(first["structuredContent"]["code"], "elicit_required");
+    let second = served.call("delete_note", json!({"path": "a.md", "permanent": true}));
+    assert_eq!(second["structuredContent"]["code"], "elicit_required");
+
+    // For a person: newest first, the summary, the command.
+    let table = obsidian_tc(&["pending", "--cache-dir", cache_arg], &xdg);
+    assert_eq!(table.status.code(), Some(0));
+    let table = String::from_utf8(table.stdout).unwrap();
+    let delete_at = table
+        .find("delete_note in vault notes for caller stdio")
+        .unwrap();
+    let write_at = table
+        .find("write_note in vault notes for caller stdio")
+        .unwrap();
+    assert!(delete_at < write_at, "newest first:\n{table}");
+    assert!(
+        table.contains("permanently: no snapshot is kept"),
+        "{table}"
+    );
+    assert!(table.contains("-old") && table.contains("+new"), "{table}");
+    assert!(
+        table.contains("  approve: obsidian-tc elicit --hash "),
+        "{table}"
+    );
+
+    // For a script: one JSON array, filterable.
+    let listed = obsidian_tc(&["pending", "--cache-dir", cache_arg, "--json"], &xdg);
+    let listed: Value = serde_json::from_slice(&listed.stdout).unwrap();
+    let listed = listed.as_array().unwrap();
+    assert_eq!(listed.len(), 2);
+    assert_eq!(listed[0]["tool"], "delete_note");
+    let write = &listed[1];
+    assert_eq!(write["tool"], "write_note");
+    assert_eq!(write["vault"], "notes");
+    assert_eq!(write["caller"], "stdio");
+    assert_eq!(
+        write["args_hash"],
+        first["structuredContent"]["details"]["args_hash"]
+    );
+    assert_eq!(
+        write["state_fp"],
+        first["structuredContent"]["details"]["state_fp"]
+    );
+    assert!(write["expires_at_ms"].as_i64() > write["raised_at_ms"].as_i64());
+    assert!(write["summary"].as_str().unwrap().contains("target: b.md"));
+    let other_caller = obsidian_tc(
+        &[
+            "pending",
+            "--cache-dir",
+            cache_arg,
+            "--json",
+            "--caller",
+            "alice",
+        ],
+        &xdg,
+    );
+    assert_eq!(String::from_utf8(other_caller.stdout).unwrap().trim(), "[]");
+
+    // The listed command approves exactly that call.
+    let command = write["approve"].as_str().unwrap();
+    let token = paste(command, &place.path("operator-cwd"), &xdg);
+    let done = served.call(
+        "write_note",
+        json!({"path": "b.md", "content": "keep\nnew\n", "elicit_token": token.trim()}),
+    );
+    assert_ne!(done["isError"], true, "{done}");
+    assert_eq!(
+        std::fs::read_to_string(notes.join("b.md")).unwrap(),
+        "keep\nnew\n"
+    );
+}

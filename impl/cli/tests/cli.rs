@@ -259,6 +259,7 @@ fn elicit_needs_the_vault_when_several_are_configured() {
 
 // r[verify cli.cache-default]
 // r[verify cli.elicit.vault]
+// r[verify cli.elicit.indexed-vault]
 #[test]
 fn elicit_after_serve_vault_dir_needs_no_flag() {
     // `serve ~/vault` with no config uses $XDG_CACHE_HOME/obsidian-tc and the vault's slug;

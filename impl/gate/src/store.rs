@@ -1,4 +1,4 @@
-//! `cache.db`: the gate's durable store (issue 3 item 1; clauses gate.token.durable-consume,
+//! `cache.db`: the gate's durable store (clauses gate.token.durable-consume,
 //! gate.token.single-use, events.durable).
 //!
 //! One SQLite file in WAL mode, shared by every process that uses the same cacheDir (the
@@ -44,8 +44,9 @@ use self::migrations::{migrate, read_version};
 
 pub use self::migrations::LATEST_SCHEMA_VERSION;
 pub(crate) use self::rows::{
-    NewEvent, NewRaise, NewToken, events_after, insert_consumed_state, insert_event, insert_token,
-    is_superseded, raised_row, token_row, unconsume_token, upsert_raise,
+    ListedRaise, NewEvent, NewRaise, NewToken, events_after, insert_consumed_state, insert_event,
+    insert_token, is_superseded, pending_rows, raised_row, raised_rows_for, token_row,
+    unconsume_token, upsert_raise,
 };
 pub use self::sweep::SweepReport;
 pub(crate) use self::sweep::sweep;

@@ -1031,3 +1031,56 @@ fn the_gate_and_its_guards_can_move_between_threads_and_tasks() {
     .expect("thread");
     assert!(matches!(outcome, Ok(ReleaseOutcome::Released { .. })));
 }
+
+// r[verify cli.pending.lists]
+// r[verify cli.elicit.indexed-vault]
+#[test]
+fn live_requests_are_listed_newest_first_and_found_by_hash_in_any_vault() {
+    let f = fixture();
+    let work = CallBinding {
+        vault: "work",
+        ..DELETE
+    };
+    let other_caller = CallBinding {
+        caller: "alice",
+        ..DELETE
+    };
+    f.gate
+        .raise_with_summary(&DELETE, &fp_of(Some("h1")), "delete a.md")
+        .expect("raise");
+    f.clock.advance_ms(1_000);
+    f.gate.raise(&work, &fp_of(Some("h2"))).expect("raise");
+    f.clock.advance_ms(1_000);
+    f.gate
+        .raise(&other_caller, &fp_of(Some("h3")))
+        .expect("raise");
+    let all = f.gate.pending(None, None, 10).expect("pending");
+    let order: Vec<(&str, &str)> = all
+        .iter()
+        .map(|r| (r.call.vault.as_str(), r.call.caller.as_str()))
+        .collect();
+    assert_eq!(
+        order,
+        [("main", "alice"), ("work", "stdio"), ("main", "stdio")]
+    );
+    assert_eq!(all[2].summary, "delete a.md");
+    assert_eq!(f.gate.pending(Some("work"), None, 10).unwrap().len(), 1);
+    assert_eq!(f.gate.pending(None, Some("stdio"), 10).unwrap().len(), 2);
+    assert_eq!(f.gate.pending(None, None, 1).unwrap().len(), 1);
+    // By hash and caller, in every vault, without the event log.
+    let found = f
+        .gate
+        .raised_requests_for(DELETE.args_hash, "stdio")
+        .expect("lookup");
+    let vaults: Vec<&str> = found.iter().map(|r| r.call.vault.as_str()).collect();
+    assert_eq!(vaults, ["main", "work"]);
+    // Expired requests are neither listed nor found.
+    f.clock.advance_ms(GateConfig::DEFAULT_TTL_SECONDS * 1000);
+    assert!(f.gate.pending(None, None, 10).unwrap().is_empty());
+    assert!(
+        f.gate
+            .raised_requests_for(DELETE.args_hash, "stdio")
+            .unwrap()
+            .is_empty()
+    );
+}

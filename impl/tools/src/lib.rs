@@ -16,6 +16,7 @@ pub mod error;
 pub mod paging;
 pub mod pipeline;
 mod refusals;
+pub use refusals::shell_word;
 pub mod registry;
 pub mod schema;
 pub mod summary;

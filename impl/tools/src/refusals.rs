@@ -19,7 +19,7 @@ pub(crate) fn token_rejected(error: &RedeemError) -> &'static str {
 }
 
 /// Quotes `word` for a POSIX shell when it holds anything but plainly safe characters.
-fn shell_word(word: &str) -> String {
+pub fn shell_word(word: &str) -> String {
     let plain = !word.is_empty()
         && word.bytes().all(|b| {
             b.is_ascii_alphanumeric()

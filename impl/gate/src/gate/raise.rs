@@ -22,6 +22,26 @@ pub struct RaisedRequest {
     pub summary: String,
 }
 
+impl RaisedRequest {
+    fn from_listed(listed: store::ListedRaise) -> Result<Self, StoreError> {
+        let state_fp = StateFp::parse(&listed.row.state_fp)
+            .map_err(|_| StoreError::Corrupt("raised_requests.state_fp".into()))?;
+        Ok(RaisedRequest {
+            call: BoundCall {
+                vault: listed.vault,
+                tool: listed.row.tool,
+                args_hash: listed.args_hash,
+                caller: listed.caller,
+            },
+            state_fp,
+            raised_at_ms: listed.row.raised_at,
+            expires_at_ms: listed.row.expires_at,
+            superseded_older: false,
+            summary: listed.row.summary,
+        })
+    }
+}
+
 impl Gate {
     // r[impl gate.raise.record]
     // r[impl gate.raise.supersede]
@@ -77,6 +97,38 @@ impl Gate {
             superseded_older,
             summary: summary.to_owned(),
         })
+    }
+
+    /// The live requests for (args_hash, caller) in every vault (an indexed lookup, for a
+    /// mint that does not name its vault).
+    pub fn raised_requests_for(
+        &self,
+        args_hash: &str,
+        caller: &str,
+    ) -> Result<Vec<RaisedRequest>, StoreError> {
+        let now = self.now();
+        let rows = self
+            .inner
+            .store
+            .read(|conn| store::raised_rows_for(conn, args_hash, caller, now))?;
+        rows.into_iter().map(RaisedRequest::from_listed).collect()
+    }
+
+    // r[impl cli.pending.lists]
+    /// The live requests, newest first, of one vault and one caller when given, at most
+    /// `limit`: the requests a mint can still be made for.
+    pub fn pending(
+        &self,
+        vault: Option<&str>,
+        caller: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<RaisedRequest>, StoreError> {
+        let now = self.now();
+        let rows = self
+            .inner
+            .store
+            .read(|conn| store::pending_rows(conn, vault, caller, now, limit))?;
+        rows.into_iter().map(RaisedRequest::from_listed).collect()
     }
 
     /// The live request retained for (vault, args_hash, caller), if any.

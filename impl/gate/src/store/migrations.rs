@@ -75,6 +75,12 @@ const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE raised_requests ADD COLUMN summary TEXT NOT NULL DEFAULT '';
     "#,
+    // v4: raised requests found without their vault (`obsidian-tc elicit` with no --vault)
+    // and listed newest first (`obsidian-tc pending`), both by index.
+    r#"
+    CREATE INDEX raised_requests_by_hash ON raised_requests(args_hash, caller);
+    CREATE INDEX raised_requests_by_time ON raised_requests(raised_at);
+    "#,
 ];
 
 /// The schema version this build writes and understands.

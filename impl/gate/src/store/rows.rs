@@ -294,3 +294,63 @@ pub(crate) fn insert_consumed_state(
         .execute(params![state_id, expires_at])?;
     Ok(inserted == 1)
 }
+
+/// A raised request with its key, as listed.
+pub(crate) struct ListedRaise {
+    pub vault: String,
+    pub args_hash: String,
+    pub caller: String,
+    pub row: RaisedRow,
+}
+
+fn listed(row: &rusqlite::Row<'_>) -> rusqlite::Result<ListedRaise> {
+    Ok(ListedRaise {
+        vault: row.get(0)?,
+        args_hash: row.get(1)?,
+        caller: row.get(2)?,
+        row: RaisedRow {
+            tool: row.get(3)?,
+            state_fp: row.get(4)?,
+            raised_at: row.get(5)?,
+            expires_at: row.get(6)?,
+            summary: row.get(7)?,
+        },
+    })
+}
+
+/// The live raised requests for (args_hash, caller) in any vault (by index).
+pub(crate) fn raised_rows_for(
+    conn: &Connection,
+    args_hash: &str,
+    caller: &str,
+    now: i64,
+) -> Result<Vec<ListedRaise>, StoreError> {
+    let mut statement = conn.prepare_cached(
+        "SELECT vault, args_hash, caller, tool, state_fp, raised_at, expires_at, summary
+         FROM raised_requests WHERE args_hash = ?1 AND caller = ?2 AND expires_at > ?3
+         ORDER BY vault",
+    )?;
+    let rows = statement.query_map(params![args_hash, caller, now], listed)?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// The live raised requests, newest first, optionally of one vault and one caller, at most
+/// `limit`.
+pub(crate) fn pending_rows(
+    conn: &Connection,
+    vault: Option<&str>,
+    caller: Option<&str>,
+    now: i64,
+    limit: usize,
+) -> Result<Vec<ListedRaise>, StoreError> {
+    let mut statement = conn.prepare_cached(
+        "SELECT vault, args_hash, caller, tool, state_fp, raised_at, expires_at, summary
+         FROM raised_requests
+         WHERE expires_at > ?1 AND (?2 IS NULL OR vault = ?2) AND (?3 IS NULL OR caller = ?3)
+         ORDER BY raised_at DESC, vault, args_hash
+         LIMIT ?4",
+    )?;
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let rows = statement.query_map(params![now, vault, caller, limit], listed)?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
