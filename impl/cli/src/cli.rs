@@ -38,7 +38,10 @@ pub enum Command {
                       elicit_required.\n\nCopy the command from the refusal (it carries --hash, \
                       --tool, --caller and --state-fp) and run it only for a call you approve; \
                       then send the same call again with elicit_token set to the printed token. The token is bound to that vault, call and caller, works once, and \
-                      expires after the configured elicitTtlSeconds."
+                      expires after the configured elicitTtlSeconds.\n\nOn a terminal it first \
+                      shows what the call would do (tool, targets, the change) and asks \
+                      Approve? [y/N]; --yes skips the question. `obsidian-tc pending` lists \
+                      every call waiting for approval."
     )]
     Elicit(ElicitArgs),
     /// List the calls waiting for approval, newest first, with what each would do
@@ -92,6 +95,9 @@ pub struct ElicitArgs {
     /// Print one JSON object (token, expiry, bindings) instead of the bare token
     #[arg(long)]
     pub json: bool,
+    /// Mint without showing the request and asking first (on a terminal, elicit asks)
+    #[arg(long)]
+    pub yes: bool,
     /// The TOML configuration file the server runs with
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,

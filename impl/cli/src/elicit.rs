@@ -7,6 +7,7 @@
 //! when `--tool` differs from the raised one, and when `--state-fp` is not the retained
 //! request's own fingerprint; each refusal's message says what to do next.
 
+use std::io::{IsTerminal, Write};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -14,6 +15,7 @@ use serde_json::json;
 use tc_gate::clock::{OsEntropy, SystemClock};
 use tc_gate::{CACHE_DB_FILE, CallBinding, Gate, GateConfig, Store};
 use tc_server::config::{CacheEnv, Config};
+use tc_tools::escape_for_terminal;
 
 use crate::Refusal;
 use crate::cli::ElicitArgs;
@@ -36,6 +38,9 @@ pub fn run(args: &ElicitArgs, env: &CacheEnv) -> Result<String, Refusal> {
         ));
     }
     let vault = pick_vault(&config, &gate, args.vault.as_deref(), &args.hash, caller)?;
+    if !args.yes && std::io::stdin().is_terminal() && std::io::stderr().is_terminal() {
+        confirm_on_terminal(&gate, &vault, &args.hash, caller)?;
+    }
     let call = CallBinding {
         vault: &vault,
         tool: &args.tool,
@@ -58,6 +63,53 @@ pub fn run(args: &ElicitArgs, env: &CacheEnv) -> Result<String, Refusal> {
         Ok(format!("{object}\n"))
     } else {
         Ok(format!("{}\n", issued.token.expose()))
+    }
+}
+
+// r[impl cli.elicit.interactive]
+/// On a terminal: shows the summary of the raised request behind the hash on stderr and
+/// asks; only `y` or `yes` goes on to mint. A hash with no live request is left to the mint,
+/// which refuses it with the sentence that says what to do.
+fn confirm_on_terminal(
+    gate: &Gate,
+    vault: &str,
+    args_hash: &str,
+    caller: &str,
+) -> Result<(), Refusal> {
+    let raised = gate
+        .raised_request(vault, args_hash, caller)
+        .map_err(|e| Refusal::new(format!("cannot read cache.db: {e}")))?;
+    let Some(raised) = raised else {
+        return Ok(());
+    };
+    let mut stderr = std::io::stderr().lock();
+    let summary = if raised.summary.is_empty() {
+        format!(
+            "{} in vault {} for caller {}\nargs_hash {}\n(no summary was recorded for this request)",
+            escape_for_terminal(&raised.call.tool),
+            escape_for_terminal(vault),
+            escape_for_terminal(caller),
+            args_hash
+        )
+    } else {
+        raised.summary.clone()
+    };
+    let _ = writeln!(stderr, "An AI agent asks to run this call:\n");
+    for line in summary.lines() {
+        let _ = writeln!(stderr, "  {line}");
+    }
+    let _ = write!(stderr, "\nApprove? [y/N] ");
+    let _ = stderr.flush();
+    let mut answer = String::new();
+    std::io::stdin()
+        .read_line(&mut answer)
+        .map_err(|e| Refusal::new(format!("cannot read the answer: {e}")))?;
+    match answer.trim().to_ascii_lowercase().as_str() {
+        "y" | "yes" => Ok(()),
+        _ => Err(Refusal::new(
+            "not approved: no token was minted; the call stays refused (run elicit again to \
+             approve it)",
+        )),
     }
 }
 
