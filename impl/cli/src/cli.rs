@@ -46,6 +46,9 @@ pub enum Command {
     Elicit(ElicitArgs),
     /// List the calls waiting for approval, newest first, with what each would do
     Pending(PendingArgs),
+    /// Print the audit log of cache.db, oldest first (requested, minted, consumed, released,
+    /// overflow)
+    Events(EventsArgs),
     /// Bearer tokens for an HTTP server with auth.mode = "jwt"
     Token {
         #[command(subcommand)]
@@ -115,6 +118,28 @@ pub struct PendingArgs {
     #[arg(long, value_name = "ID")]
     pub caller: Option<String>,
     /// Print one JSON array instead of the table
+    #[arg(long)]
+    pub json: bool,
+    /// The TOML configuration file the server runs with
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// The cache directory the server runs with [default: as for serve]
+    #[arg(long, value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct EventsArgs {
+    /// Only the events after this id (the first column; 0 = from the start)
+    #[arg(long, value_name = "ID", default_value_t = 0)]
+    pub after: i64,
+    /// Only the events of this name (e.g. tc.elicit.requested, elicit_minted, hitl_released)
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+    /// Keep printing new events as they are recorded, until interrupted
+    #[arg(long)]
+    pub follow: bool,
+    /// One JSON object a line instead of the table
     #[arg(long)]
     pub json: bool,
     /// The TOML configuration file the server runs with

@@ -1,4 +1,4 @@
-//! obsidian-tc: the command-line entry point (serve, elicit, pending, token mint) of CONTRACT §1
+//! obsidian-tc: the command-line entry point (serve, elicit, pending, events, token mint) of CONTRACT §1
 //! (spec/cli.md `cli.commands`, `cli.exit-codes`).
 //!
 //! Exit status: 0 on success; 2 on a usage error, as clap reports it; 1 on a refusal or
@@ -8,6 +8,7 @@
 
 mod cli;
 mod elicit;
+mod events;
 mod pending;
 mod serve;
 mod token;
@@ -56,6 +57,7 @@ fn main() -> ExitCode {
         Command::Serve(args) => run_serve(args, &env),
         Command::Elicit(args) => elicit::run(args, &env),
         Command::Pending(args) => pending::run(args, &env),
+        Command::Events(args) => events::run(args, &env),
         Command::Token {
             command: TokenCommand::Mint(args),
         } => token::run(args),
