@@ -1,6 +1,7 @@
 //! `update_frontmatter` and `update_task` (spec/tools.md `tools.update-frontmatter`,
-//! `tools.update-task`, `tools.update-task.confirm`; spec/release.md `release.update-task`;
-//! spec/drift.md `drift.bind.path-tools`).
+//! `tools.update-task`, `tools.update-task.confirm`, the transition table
+//! `tools.update-task.transitions`; spec/floors.md `floors.update-task-steps`; spec/release.md
+//! `release.update-task`; spec/drift.md `drift.bind.path-tools`).
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -219,8 +220,10 @@ pub struct UpdateTaskArgs {
     /// The new status.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<TaskStatusArg>,
-    /// The new description of the task.
+    /// The new description of the task: one line. Leave the ✅ completion date out; the tool keeps the task's own (and writes today's when it marks an undated task done).
+    // r[impl tools.update-task.one-line]
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = r"^[^\r\n]*$"))]
     pub text: Option<String>,
 }
 
@@ -262,11 +265,14 @@ fn task_edit(
             "give status, text, or both",
         ));
     }
-    let rendered = task.render(
-        status.unwrap_or(task.status),
-        args.text.as_deref(),
-        cx.today(),
-    );
+    // r[impl tools.update-task.text-date]
+    let rendered = task
+        .edit(
+            status.unwrap_or(task.status),
+            args.text.as_deref(),
+            cx.today(),
+        )
+        .map_err(|problem| ToolError::validation("/text", problem))?;
     let new = replace_line(text, number, &rendered)
         .ok_or_else(|| ToolError::validation("/line", "the note has no such line"))?;
     Ok((task, status, rendered, new))
@@ -279,7 +285,7 @@ impl Tool for UpdateTask {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "update_task",
-            description: "Set the status and/or text of a Tasks-plugin task line (line is 1-based). Reopening a task marked done (✅ date) more than 7 days ago needs the human's confirmation.",
+            description: "Set the status and/or text of a Tasks-plugin task line (line is 1-based). Reopening a task marked done (✅ date) more than 7 days ago needs the human's confirmation; cancelling or rewriting a task keeps its ✅ date, and text is one line.",
             annotations: Annotations::writes(true, true),
             scope: "write:notes",
             changes_notes: true,
@@ -299,6 +305,7 @@ impl Tool for UpdateTask {
             .ok_or_else(|| not_found(&path))?;
         let (task, status, _, _) = task_edit(cx, args, &current)?;
         // r[impl tools.update-task.confirm]
+        // r[impl floors.update-task-steps]
         let needs_confirmation =
             status.is_some_and(|status| reopens_old_done(&task, status, cx.today()));
         Ok(Precheck {
@@ -326,11 +333,15 @@ impl Tool for UpdateTask {
         });
         match edit {
             Some((task, before, rendered)) => Summary::new(format!(
-                "reopen a task of {} (line {}) that was marked done{}",
+                "reopen a task of {} (line {}) that was marked done{}{}",
                 args.path,
                 args.line,
                 task.done_date
-                    .map_or_else(String::new, |date| format!(" on {date}"))
+                    .map_or_else(String::new, |date| format!(" on {date}")),
+                match task.status {
+                    TaskStatus::Done => String::new(),
+                    other => format!(" (now {})", other.name()),
+                }
             ))
             .target(&args.path)
             .detail(format!("before: {before}"))

@@ -1,20 +1,32 @@
 //! Tasks-plugin task lines (CONTRACT.md §3 `update_task`: confirmation
 //! needed when "it reopens a task marked done more than 7 days ago (Tasks-plugin
-//! `✅ YYYY-MM-DD`)").
+//! `✅ YYYY-MM-DD`)"; spec/tools.md `tools.update-task.*`, spec/floors.md
+//! `floors.update-task-steps`).
 //!
 //! A task line is a list item with a checkbox: optional indentation (and `>` of a
 //! blockquote), a bullet `-`, `*`, `+` or `1.`/`1)`, the box `[c]`, then the description.
 //! Status by box character: space = todo, `x`/`X` = done, `/` = in progress, `-` =
-//! cancelled; any other character is kept as [`TaskStatus::Other`].
+//! cancelled; any other character is kept as [`TaskStatus::Other`]. A line holding a
+//! carriage return is not a task line: editors that split lines on a lone CR would see two
+//! lines where this module sees one.
 //!
-//! Setting a status rewrites only the box character and the done date: marking done appends
-//! `✅ <today>` unless the line already carries a done date, and any other status removes
-//! it. The Tasks plugin's other markers (📅 due, ❌ cancelled, 🔁 recurrence …) are kept as
-//! text; this module does not add a `❌` date when cancelling.
+//! The completion record of a task is the earliest `✅ YYYY-MM-DD` of its description
+//! outside wikilinks ([`Task::done_date`]). Wikilinks are left out because a free rename
+//! rewrites their targets (`move_note`'s backlink update), and the earliest date counts
+//! because a rename can also put a newer date on the line; neither can then move a record
+//! (the wikilinks are found by their brackets alone, see `wikilink_spans`).
 //!
-//! "Reopening" means setting a done task to todo or in progress ([`reopens_old_done`]). A
-//! done task without a `✅` date cannot be dated, so it never counts as done "more than 7
-//! days ago".
+//! Setting a status rewrites only the box character and the record: marking done appends
+//! `✅ <today>` unless the task already has a record, cancelling (or keeping a custom box)
+//! keeps the record, and only setting todo or in progress removes it. A new description
+//! keeps the task's record too ([`Task::text_problem`] refuses one that would move it). The
+//! Tasks plugin's other markers (📅 due, ❌ cancelled, 🔁 recurrence …) are kept as text;
+//! this module does not add a `❌` date when cancelling.
+//!
+//! "Reopening" means setting todo or in progress on a task whose box is neither
+//! ([`reopens_old_done`]); since the record survives a cancellation, cancelling a long-done
+//! task and then reopening it is judged like reopening it at once. A task without a record
+//! cannot be dated, so it never counts as done "more than 7 days ago".
 
 use std::fmt;
 
@@ -169,12 +181,16 @@ pub struct Task {
     pub status: TaskStatus,
     /// The description after the box, with any `✅` date still in it.
     pub text: String,
-    /// The `✅ YYYY-MM-DD` date, if the line has one.
+    /// The completion record: the earliest `✅ YYYY-MM-DD` outside wikilinks, if any.
     pub done_date: Option<Date>,
 }
 
 /// Parses one line (without its line ending) as a task; `None` if it is not one.
 pub fn parse_task_line(line: &str) -> Option<Task> {
+    // r[impl tools.update-task.cr-line]
+    if line.contains('\r') {
+        return None;
+    }
     let lead = line.len() - line.trim_start_matches([' ', '\t', '>']).len();
     let rest = &line[lead..];
     let bullet_len = if rest.starts_with(['-', '*', '+']) {
@@ -209,47 +225,162 @@ pub fn parse_task_line(line: &str) -> Option<Task> {
     })
 }
 
-/// The first `✅ YYYY-MM-DD` in `text`.
-fn done_date_of(text: &str) -> Option<Date> {
-    text.match_indices(DONE_MARK).find_map(|(at, mark)| {
-        let after = text[at + mark.len()..].trim_start_matches(' ');
-        after.get(..10).and_then(Date::parse)
-    })
+/// The wikilinks of a line found by their brackets alone, as Obsidian's `[[…]]` (the same
+/// rule as [`crate::links`], without its code spans): from a `[[` to the first `]]` after it,
+/// unless what lies between is blank or holds another `[[`.
+///
+/// Code spans are left out on purpose. A rename rewrites only the text between a link's
+/// `[[` and its `]]`; with brackets alone, whatever that new text holds (even `]]` or a
+/// backtick), every `✅` outside the rewritten link is read as it was before, so no rename
+/// can hide a record. A code span could be re-paired by a backtick in the new name.
+fn wikilink_spans(text: &str) -> Vec<std::ops::Range<usize>> {
+    let mut spans = Vec::new();
+    let mut from = 0;
+    while let Some(found) = text[from..].find("[[") {
+        let start = from + found;
+        let Some(close) = text[start + 2..].find("]]").map(|c| start + 2 + c) else {
+            break;
+        };
+        let inner = &text[start + 2..close];
+        if inner.contains("[[") || inner.trim().is_empty() {
+            from = start + 1;
+            continue;
+        }
+        spans.push(start..close + 2);
+        from = close + 2;
+    }
+    spans
 }
 
-/// `text` without any `✅ YYYY-MM-DD` (and the spaces before it).
+/// Every `✅ YYYY-MM-DD` of `text` outside wikilinks: the byte range from the spaces before
+/// the mark to the end of the date, and the date.
+fn records(text: &str) -> Vec<(std::ops::Range<usize>, Date)> {
+    let links = wikilink_spans(text);
+    text.match_indices(DONE_MARK)
+        .filter(|(at, _)| !links.iter().any(|link| link.contains(at)))
+        .filter_map(|(at, mark)| {
+            let after = &text[at + mark.len()..];
+            let gap = after.len() - after.trim_start_matches(' ').len();
+            let date_at = at + mark.len() + gap;
+            let date = text.get(date_at..date_at + 10).and_then(Date::parse)?;
+            let start = text[..at].trim_end_matches(' ').len();
+            Some((start..date_at + 10, date))
+        })
+        .collect()
+}
+
+// r[impl tools.update-task.record]
+/// The completion record of a description: its earliest `✅ YYYY-MM-DD` outside wikilinks.
+fn done_date_of(text: &str) -> Option<Date> {
+    records(text).into_iter().map(|(_, date)| date).min()
+}
+
+/// `text` without any `✅ YYYY-MM-DD` outside wikilinks (and the spaces before each),
+/// looked for again after each pass, since a removal can join a `✅` to a later date.
 fn without_done_date(text: &str) -> String {
     let mut out = text.to_owned();
-    while let Some((at, end)) = out.match_indices(DONE_MARK).find_map(|(at, mark)| {
-        let after = &out[at + mark.len()..];
-        let gap = after.len() - after.trim_start_matches(' ').len();
-        let date_at = at + mark.len() + gap;
-        out.get(date_at..date_at + 10)
-            .and_then(Date::parse)
-            .map(|_| (at, date_at + 10))
-    }) {
-        let start = out[..at].trim_end_matches(' ').len();
-        out.replace_range(start..end, "");
+    loop {
+        let found = records(&out);
+        if found.is_empty() {
+            return out;
+        }
+        for (range, _) in found.into_iter().rev() {
+            out.replace_range(range, "");
+        }
     }
-    out
+}
+
+/// `text` with ` ✅ <date>` at its end.
+fn with_done_date(text: &str, date: Date) -> String {
+    let base = text.trim_end_matches(' ');
+    if base.is_empty() {
+        format!("{DONE_MARK} {date}")
+    } else {
+        format!("{base} {DONE_MARK} {date}")
+    }
 }
 
 impl Task {
-    /// The line with a new status (see the module docs for the done date), and optionally a
-    /// new description. A new description's own `✅` date is respected.
+    /// Whether the box is open (todo or in progress).
+    pub fn is_open(&self) -> bool {
+        matches!(self.status, TaskStatus::Todo | TaskStatus::InProgress)
+    }
+
+    // r[impl tools.update-task.one-line]
+    // r[impl tools.update-task.text-date]
+    /// Why `text` may not become this task's description, if it may not: it holds a line
+    /// break, or a `✅` date (outside wikilinks) other than the task's record, or, for a task
+    /// without one, other than `today`. The completion record is the tool's to keep.
+    pub fn text_problem(&self, text: &str, today: Date) -> Option<String> {
+        if text.contains(['\r', '\n']) {
+            return Some("is one line: it may not hold a line break".to_owned());
+        }
+        let allowed = self.done_date.unwrap_or(today);
+        let (_, date) = records(text)
+            .into_iter()
+            .find(|(_, date)| *date != allowed)?;
+        Some(match self.done_date {
+            Some(record) => format!(
+                "carries {DONE_MARK} {date}, but the task was completed on {record}: leave the \
+                 date out and update_task keeps it"
+            ),
+            None => format!(
+                "carries {DONE_MARK} {date}, but the task has no completion date: leave the \
+                 date out and update_task writes {today} when it marks the task done"
+            ),
+        })
+    }
+
+    /// The line after `update_task` sets `status` and perhaps a new description, or why
+    /// it may not: [`Task::text_problem`], then [`Task::render`], then a check that the line
+    /// written has the status asked for and the completion record the task keeps (none when
+    /// open; when done, its record or `today`; when cancelled, its record, or `today` given
+    /// in the text of a task without one), so no description can put another date there.
+    pub fn edit(
+        &self,
+        status: TaskStatus,
+        text: Option<&str>,
+        today: Date,
+    ) -> Result<String, String> {
+        if let Some(problem) = text.and_then(|text| self.text_problem(text, today)) {
+            return Err(problem);
+        }
+        let line = self.render(status, text, today);
+        let written = parse_task_line(&line).map(|task| (task.status, task.done_date));
+        let keeps_record = match written {
+            Some((written, record)) if written == status => match status {
+                TaskStatus::Todo | TaskStatus::InProgress => record.is_none(),
+                TaskStatus::Done => record == Some(self.done_date.unwrap_or(today)),
+                TaskStatus::Cancelled | TaskStatus::Other(_) => {
+                    record == self.done_date || (self.done_date.is_none() && record == Some(today))
+                }
+            },
+            _ => false,
+        };
+        if keeps_record {
+            Ok(line)
+        } else {
+            Err(format!(
+                "would leave the task with another completion date than its own: leave \
+                 {DONE_MARK} dates out of the text"
+            ))
+        }
+    }
+
+    // r[impl tools.update-task.record-kept]
+    /// The line with a new status (see the module docs for the record), and optionally a new
+    /// description. A new description without a `✅` date keeps the task's record; callers
+    /// check one that carries a date with [`Task::text_problem`] first.
     pub fn render(&self, status: TaskStatus, text: Option<&str>, today: Date) -> String {
         let text = text.unwrap_or(&self.text);
         let text = match status {
-            TaskStatus::Done if done_date_of(text).is_some() => text.to_owned(),
-            TaskStatus::Done => {
-                let base = text.trim_end_matches(' ');
-                if base.is_empty() {
-                    format!("{DONE_MARK} {today}")
-                } else {
-                    format!("{base} {DONE_MARK} {today}")
-                }
-            }
-            _ => without_done_date(text),
+            TaskStatus::Todo | TaskStatus::InProgress => without_done_date(text),
+            _ if done_date_of(text).is_some() => text.to_owned(),
+            TaskStatus::Done => with_done_date(text, self.done_date.unwrap_or(today)),
+            TaskStatus::Cancelled | TaskStatus::Other(_) => match self.done_date {
+                Some(date) => with_done_date(text, date),
+                None => text.to_owned(),
+            },
         };
         if text.is_empty() {
             format!("{}[{}]", self.prefix, status.marker())
@@ -259,11 +390,15 @@ impl Task {
     }
 }
 
+// r[impl tools.update-task.reopen]
+// r[impl tools.update-task.confirm]
 /// Whether moving `task` to `new_status` reopens a task marked done more than 7 days
-/// before `today`: the `update_task` confirmation condition.
+/// before `today`: the `update_task` confirmation condition. The task is marked done on its
+/// completion record, whatever its box (a cancelled task keeps its record), and reopening is
+/// setting todo or in progress on a task whose box is neither.
 pub fn reopens_old_done(task: &Task, new_status: TaskStatus, today: Date) -> bool {
-    let reopening = task.status == TaskStatus::Done
-        && matches!(new_status, TaskStatus::Todo | TaskStatus::InProgress);
+    let reopening =
+        !task.is_open() && matches!(new_status, TaskStatus::Todo | TaskStatus::InProgress);
     reopening
         && task
             .done_date
@@ -382,18 +517,24 @@ mod tests {
             done.render(TaskStatus::InProgress, None, today),
             "- [/] write report #tag"
         );
+        // Cancelling keeps the completion record.
         assert_eq!(
             done.render(TaskStatus::Cancelled, None, today),
-            "- [-] write report #tag"
+            "- [-] write report ✅ 2026-11-01 #tag"
         );
         // Already dated: marking done again keeps the original date.
         assert_eq!(
             done.render(TaskStatus::Done, None, today),
             "- [x] write report ✅ 2026-11-01 #tag"
         );
+        // A new description keeps the record too.
         assert_eq!(
             done.render(TaskStatus::Done, Some("new text"), today),
-            "- [x] new text ✅ 2026-11-30"
+            "- [x] new text ✅ 2026-11-01"
+        );
+        assert_eq!(
+            done.render(TaskStatus::Cancelled, Some("new text"), today),
+            "- [-] new text ✅ 2026-11-01"
         );
         let empty = parse_task_line("- [ ]").unwrap();
         assert_eq!(
@@ -453,6 +594,176 @@ mod tests {
         ));
     }
 
+    // r[verify tools.update-task.record]
+    // r[verify tools.update-task.reopen]
+    #[test]
+    fn the_record_is_the_earliest_date_outside_wikilinks_whatever_the_box() {
+        let today = d("2026-11-30");
+        let task = |line: &str| parse_task_line(line).unwrap();
+        assert_eq!(
+            task("- [x] a ✅ 2026-11-29 b ✅ 2026-11-01").done_date,
+            Some(d("2026-11-01"))
+        );
+        assert_eq!(
+            task("- [x] a [[n ✅ 2026-11-29]] ✅ 2026-11-01").done_date,
+            Some(d("2026-11-01"))
+        );
+        assert_eq!(task("- [x] a [[n ✅ 2026-11-01]]").done_date, None);
+        assert_eq!(task("- [x] a ![[n|✅ 2026-11-01]]").done_date, None);
+        assert_eq!(task("- [x] ✅2026-11-01").done_date, Some(d("2026-11-01")));
+        // Stripping leaves wikilinks alone, and looks again after each pass.
+        let linked = task("- [x] [[n ✅ 2026-11-29]] ✅ 2026-11-01");
+        assert_eq!(
+            linked.render(TaskStatus::Todo, None, today),
+            "- [ ] [[n ✅ 2026-11-29]]"
+        );
+        let joined = task("- [x] a ✅ ✅ 2026-11-01 2099-01-01");
+        assert_eq!(joined.render(TaskStatus::Todo, None, today), "- [ ] a");
+        // A cancelled or custom box with an old record is reopened like a done one; an open
+        // box is not reopened.
+        for line in ["- [-] t ✅ 2026-11-01", "- [?] t ✅ 2026-11-01"] {
+            assert!(
+                reopens_old_done(&task(line), TaskStatus::Todo, today),
+                "{line}"
+            );
+            assert!(reopens_old_done(&task(line), TaskStatus::InProgress, today));
+            assert!(!reopens_old_done(&task(line), TaskStatus::Cancelled, today));
+            assert!(!reopens_old_done(&task(line), TaskStatus::Done, today));
+        }
+        let open = task("- [/] t ✅ 2026-11-01");
+        assert!(!reopens_old_done(&open, TaskStatus::Todo, today));
+    }
+
+    #[test]
+    fn a_backtick_in_a_new_name_cannot_pull_a_record_into_a_link() {
+        use crate::links::{LinkMatcher, LinkResolver, LinkRewrite, rewrite_links};
+        let line = "- [x] [[a]] `[[` ✅ 2026-11-01 ]]";
+        let resolver = LinkResolver::default();
+        let matcher = LinkMatcher::for_target(&resolver, "a");
+        let rewrite = LinkRewrite {
+            matcher: &matcher,
+            new_target: "a]] `",
+            include_embeds: true,
+        };
+        let (after, _) = rewrite_links(line, &resolver, &rewrite).unwrap();
+        assert_eq!(after, "- [x] [[a]] `]] `[[` ✅ 2026-11-01 ]]");
+        assert_eq!(
+            parse_task_line(&after).unwrap().done_date,
+            parse_task_line(line).unwrap().done_date
+        );
+    }
+
+    /// Every sequence of up to `len` pieces.
+    fn sequences(pieces: &[&str], len: usize) -> Vec<String> {
+        let mut all = vec![String::new()];
+        let mut last = vec![String::new()];
+        for _ in 0..len {
+            last = last
+                .iter()
+                .flat_map(|head| pieces.iter().map(move |piece| format!("{head}{piece}")))
+                .collect();
+            all.extend(last.iter().cloned());
+        }
+        all
+    }
+
+    // r[verify tools.compose.update-task]
+    // r[verify tools.update-task.record]
+    #[test]
+    fn no_rename_hides_or_postpones_a_record_on_any_short_line() {
+        // Exhaustive over short lines built from the pieces that make links and code spans,
+        // and over short names: a rewrite of the link `[[a]]` never leaves the line undated
+        // or dated later.
+        use crate::links::{LinkMatcher, LinkResolver, LinkRewrite, rewrite_links};
+        let resolver = LinkResolver::default();
+        let matcher = LinkMatcher::for_target(&resolver, "a");
+        let lines = sequences(&["`", "[[", "]]", " ✅ 2026-11-01 ", "[[a]]"], 6);
+        let names = sequences(&["n", "]]", "`", "[["], 3);
+        let mut checked = 0;
+        for line in lines
+            .iter()
+            .filter(|body| body.contains("[[a]]"))
+            .map(|body| format!("- [x] {body}"))
+        {
+            let Some(record) = parse_task_line(&line).unwrap().done_date else {
+                continue;
+            };
+            for name in names.iter().filter(|n| !n.trim().is_empty()) {
+                let rewrite = LinkRewrite {
+                    matcher: &matcher,
+                    new_target: name,
+                    include_embeds: true,
+                };
+                if let Some((after, _)) = rewrite_links(&line, &resolver, &rewrite) {
+                    let after_record = parse_task_line(&after).unwrap().done_date;
+                    assert!(
+                        after_record.is_some_and(|d| d <= record),
+                        "{line:?} renamed to {name:?}: {after:?}"
+                    );
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked > 10_000, "{checked}");
+    }
+
+    // r[verify tools.update-task.cr-line]
+    #[test]
+    fn a_line_with_a_carriage_return_is_not_a_task() {
+        assert!(parse_task_line("- [ ] a\r- [x] b").is_none());
+        assert!(parse_task_line("- [ ] a\r").is_none());
+        let note = "- [ ] a\r\n- [ ] b\r- [x] c\n";
+        assert_eq!(
+            find_tasks(note).iter().map(|(n, _)| *n).collect::<Vec<_>>(),
+            [1]
+        );
+    }
+
+    // r[verify tools.update-task.text-date]
+    // r[verify tools.update-task.one-line]
+    #[test]
+    fn a_text_keeps_the_record_where_it_is() {
+        let today = d("2026-11-30");
+        let done = parse_task_line("- [x] a ✅ 2026-11-01").unwrap();
+        let undated = parse_task_line("- [ ] a").unwrap();
+        for (task, text) in [
+            (&done, "a\nb"),
+            (&done, "a\rb"),
+            (&done, "a ✅ 2026-11-29"),
+            (&done, "a ✅ 2026-11-01 ✅ 2026-11-30"),
+            (&undated, "a ✅ 2026-11-29"),
+            (&undated, "a ✅ 2099-01-01"),
+        ] {
+            assert!(task.text_problem(text, today).is_some(), "{text:?}");
+            for status in [TaskStatus::Done, TaskStatus::Cancelled, TaskStatus::Todo] {
+                assert!(task.edit(status, Some(text), today).is_err(), "{text:?}");
+            }
+        }
+        for (task, text) in [
+            (&done, "a ✅ 2026-11-01 #t"),
+            (&done, "a [[n ✅ 2026-11-29]]"),
+            (&undated, "a ✅ 2026-11-30"),
+            (&undated, "a ✅ done"),
+        ] {
+            assert_eq!(task.text_problem(text, today), None, "{text:?}");
+        }
+        assert_eq!(
+            done.edit(TaskStatus::Done, Some("b [[n ✅ 2026-11-29]]"), today),
+            Ok("- [x] b [[n ✅ 2026-11-29]] ✅ 2026-11-01".to_owned())
+        );
+        assert_eq!(
+            undated.edit(TaskStatus::Done, Some("a ✅ 2026-11-30"), today),
+            Ok("- [x] a ✅ 2026-11-30".to_owned())
+        );
+        // A text whose date only forms once the record is stripped is refused too.
+        let crafted = parse_task_line("- [ ] a").unwrap();
+        assert!(
+            crafted
+                .edit(TaskStatus::Todo, Some("✅ ✅ 2026-11-30 2099-01-01"), today)
+                .is_ok_and(|line| line == "- [ ]")
+        );
+    }
+
     #[test]
     fn dates() {
         assert_eq!(Date::from_unix_ms(0).to_string(), "1970-01-01");
@@ -487,6 +798,23 @@ mod tests {
         assert!(line_at(note, 0).is_none());
     }
 
+    /// Pieces of a task line around a link, and of a note name a rename could write.
+    const LINE_PIECE: &[&str] = &[
+        "✅ 2026-11-01",
+        "✅ 2026-11-29",
+        "✅ ",
+        "2026-11-20",
+        " ",
+        "`",
+        "[[",
+        "]]",
+        "`[[",
+        "]]`",
+        "[[a]]",
+        "|",
+    ];
+    const NAME_PIECE: &[&str] = &["n", " ", "✅ 2026-11-29", "]]", "[[", "`", "]] `", "|", "#"];
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(256))]
 
@@ -507,7 +835,73 @@ mod tests {
                     let rendered = task.render(status, None, today);
                     let back = parse_task_line(&rendered).unwrap();
                     prop_assert_eq!(back.status, status);
-                    prop_assert_eq!(back.done_date.is_some(), status == TaskStatus::Done);
+                    let record = match status {
+                        TaskStatus::Todo | TaskStatus::InProgress => None,
+                        TaskStatus::Done => Some(task.done_date.unwrap_or(today)),
+                        _ => task.done_date,
+                    };
+                    prop_assert_eq!(back.done_date, record);
+                }
+            }
+        }
+
+        // r[verify tools.compose.update-task]
+        // r[verify tools.update-task.record]
+        #[test]
+        fn a_rename_of_any_name_never_hides_or_postpones_a_record(
+            pre in proptest::collection::vec(proptest::sample::select(LINE_PIECE), 0..8),
+            post in proptest::collection::vec(proptest::sample::select(LINE_PIECE), 0..8),
+            name in proptest::collection::vec(proptest::sample::select(NAME_PIECE), 1..4),
+        ) {
+            use crate::links::{LinkMatcher, LinkResolver, LinkRewrite, rewrite_links};
+            let line = format!("- [x] {}[[a]]{}", pre.concat(), post.concat());
+            let before = parse_task_line(&line).unwrap();
+            // What move_note's backlink update does to links naming the moved note.
+            let resolver = LinkResolver::default();
+            let matcher = LinkMatcher::for_target(&resolver, "a");
+            let new_target = name.concat();
+            let rewrite = LinkRewrite { matcher: &matcher, new_target: &new_target, include_embeds: true };
+            if let Some((after, _)) = rewrite_links(&line, &resolver, &rewrite) {
+                let after = parse_task_line(&after).unwrap();
+                prop_assert_eq!(after.status, before.status);
+                if let Some(record) = before.done_date {
+                    prop_assert!(
+                        after.done_date.is_some_and(|d| d <= record),
+                        "{:?} -> {:?}", line, after
+                    );
+                }
+            }
+        }
+
+        // r[verify tools.update-task.transitions]
+        // r[verify tools.update-task.record-kept]
+        #[test]
+        fn no_text_changes_the_box_or_moves_the_record(
+            line in "(- |  \\* |> 1\\. )\\[[ xX/\\-?]\\]( [a\\[\\] ✅0-9\\-]{0,24})?",
+            text in "[a\\[\\] ✅x/\\-`|0-9]{0,16}(✅ ?2026-11-(01|29|30)|2099-01-01)?[a\\] ]{0,4}",
+        ) {
+            let today = Date::new(2026, 11, 30).unwrap();
+            let task = parse_task_line(&line).unwrap();
+            for status in [TaskStatus::Todo, TaskStatus::Done, TaskStatus::InProgress, TaskStatus::Cancelled] {
+                if let Ok(written) = task.edit(status, Some(&text), today) {
+                    let back = parse_task_line(&written).unwrap();
+                    prop_assert_eq!(&back.prefix, &task.prefix);
+                    prop_assert_eq!(back.status, status);
+                    match status {
+                        TaskStatus::Todo | TaskStatus::InProgress => {
+                            prop_assert_eq!(back.done_date, None)
+                        }
+                        TaskStatus::Done => {
+                            prop_assert_eq!(back.done_date, Some(task.done_date.unwrap_or(today)))
+                        }
+                        _ => prop_assert!(
+                            back.done_date == task.done_date
+                                || (task.done_date.is_none() && back.done_date == Some(today))
+                        ),
+                    }
+                } else {
+                    // Only a text with a ✅ in it is ever refused.
+                    prop_assert!(text.contains('✅'), "{:?} refused for {:?}", text, line);
                 }
             }
         }
