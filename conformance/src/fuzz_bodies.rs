@@ -14,6 +14,9 @@
 //!   value (gate.hash.args-hash, gate.hash.canonical-json).
 //! - [`lifecycle`]: an arbitrary configuration and action sequence runs through the
 //!   conformance [`crate::harness`], and tc-gate must answer every action as tc-model does.
+//! - [`summary_render`]: any text in a summary renders within its bound, with no raw control,
+//!   bidi or zero-width character, the full args_hash on its own line, and nothing that looks
+//!   like a credential (tools.summary.bounded, tools.summary.escaped, tools.summary.redacted).
 
 use std::sync::OnceLock;
 
@@ -427,4 +430,43 @@ pub fn lifecycle(data: &[u8]) {
         }
         Err(ReplayError::Start(error)) => panic!("the harness could not start: {error}"),
     }
+}
+
+/// What a summary renders (tools.summary.bounded, tools.summary.escaped,
+/// tools.summary.redacted). Never panics on input; panics when a property fails.
+pub fn summary_render(data: &[u8]) {
+    use tc_tools::summary::{MAX_SUMMARY_BYTES, Summary};
+    let mut input = Unstructured::new(data);
+    let text = |input: &mut Unstructured<'_>| String::arbitrary(input).unwrap_or_default();
+    let tool = text(&mut input);
+    let vault = text(&mut input);
+    let caller = text(&mut input);
+    let args_hash = hex::encode(<[u8; 16]>::arbitrary(&mut input).unwrap_or_default());
+    let mut summary = Summary::new(text(&mut input));
+    for _ in 0..u8::arbitrary(&mut input).unwrap_or(0) % 8 {
+        summary = summary.target(text(&mut input));
+    }
+    for _ in 0..u16::arbitrary(&mut input).unwrap_or(0) % 300 {
+        summary = summary.detail(text(&mut input));
+    }
+    if bool::arbitrary(&mut input).unwrap_or(false) {
+        let (old, new) = (text(&mut input), text(&mut input));
+        summary = summary.diff(&old, &new);
+    }
+    let shown = summary.render(&tool, &vault, &caller, &args_hash);
+    assert!(shown.len() <= MAX_SUMMARY_BYTES, "{} bytes", shown.len());
+    for c in shown.chars() {
+        let hidden = matches!(c, '\u{061C}' | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}'
+            | '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{2069}' | '\u{FEFF}');
+        assert!(c == '\n' || !(c.is_control() || hidden), "raw {c:?} shown");
+    }
+    assert_eq!(
+        shown.lines().nth(1),
+        Some(format!("args_hash {args_hash}").as_str()),
+        "the args_hash line"
+    );
+    assert!(
+        !tc_tools::summary::shows_credential(&shown),
+        "a credential shown:\n{shown}"
+    );
 }

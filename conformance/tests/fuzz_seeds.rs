@@ -63,3 +63,11 @@ fn args_hash_seeds() {
 fn lifecycle_seeds() {
     replay("lifecycle", fuzz_bodies::lifecycle);
 }
+
+// r[verify tools.summary.bounded]
+// r[verify tools.summary.escaped]
+// r[verify tools.summary.redacted]
+#[test]
+fn summary_render_seeds() {
+    replay("summary_render", fuzz_bodies::summary_render);
+}

@@ -30,7 +30,7 @@ pub use error::{ErrorCode, Recovery, ToolError};
 pub use paging::{PageLimits, PagingSetup, wire_cost};
 pub use pipeline::{Approval, Pipeline, Prepared};
 pub use registry::{Registry, RegistryBuildError, ToolDef};
-pub use summary::{Summary, escape_for_terminal};
+pub use summary::{Summary, escape_for_terminal, redact_secrets};
 pub use tool::{
     Annotations, Gating, HandlerFailure, Payload, Precheck, TargetState, Tool, ToolOutput,
     ToolSpec, path_state,

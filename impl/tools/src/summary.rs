@@ -123,9 +123,55 @@ fn floor_char_boundary(text: &str, at: usize) -> usize {
     at
 }
 
-/// One line of a summary: escaped, and cut at [`MAX_LINE_BYTES`] with the cut marked.
+/// What looks like a credential in text a summary shows: a bearer token, a JWT, an API key
+/// of the common `sk-`/`ghp_`-style prefixes, a PEM private key line, and `key = value`
+/// assignments of names like token, secret, password or api key.
+fn secret_patterns() -> &'static [(regex::Regex, &'static str)] {
+    static PATTERNS: std::sync::OnceLock<Vec<(regex::Regex, &'static str)>> =
+        std::sync::OnceLock::new();
+    PATTERNS.get_or_init(|| {
+        [
+            (r"(?i)\b(bearer)\s+[A-Za-z0-9._~+/=-]{8,}", "$1 [redacted]"),
+            (r"\beyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}", "[redacted JWT]"),
+            (r"\b(sk|pk|rk|ghp|gho|ghs|xox[abpr])[-_][A-Za-z0-9_-]{12,}", "[redacted key]"),
+            (r"-----BEGIN [A-Z ]*PRIVATE KEY-----", "[redacted private key]"),
+            (
+                r#"(?i)\b([A-Za-z0-9_]*(?:token|secret|password|passwd|api[_-]?key)[A-Za-z0-9_]*)(\s*[:=]\s*)["']?[^\s"']{6,}"#,
+                "$1$2[redacted]",
+            ),
+        ]
+        .into_iter()
+        .filter_map(|(pattern, with)| regex::Regex::new(pattern).ok().map(|re| (re, with)))
+        .collect()
+    })
+}
+
+// r[impl tools.summary.redacted]
+/// `text` with anything that looks like a credential replaced (see [`secret_patterns`]).
+pub fn redact_secrets(text: &str) -> String {
+    let mut out = std::borrow::Cow::Borrowed(text);
+    for (pattern, with) in secret_patterns() {
+        if pattern.is_match(&out) {
+            out = std::borrow::Cow::Owned(pattern.replace_all(&out, *with).into_owned());
+        }
+    }
+    out.into_owned()
+}
+
+/// Whether `text` still shows a token-shaped credential (a bearer token, a JWT, a prefixed
+/// API key, a private key header): what a rendered summary must never do.
+pub fn shows_credential(text: &str) -> bool {
+    let patterns = secret_patterns();
+    // The last pattern (a `name = value` assignment) matches its own `[redacted]`.
+    patterns[..patterns.len().saturating_sub(1)]
+        .iter()
+        .any(|(pattern, _)| pattern.is_match(text))
+}
+
+/// One line of a summary: escaped, redacted (what is shown is what is judged), and cut at
+/// [`MAX_LINE_BYTES`] with the cut marked.
 fn line(text: &str) -> String {
-    let escaped = escape_for_terminal(text);
+    let escaped = redact_secrets(&escape_for_terminal(text));
     if escaped.len() <= MAX_LINE_BYTES {
         return escaped;
     }
@@ -176,6 +222,7 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    // r[verify tools.summary.escaped]
     #[test]
     fn controls_bidi_and_zero_width_are_shown_not_obeyed() {
         let shown = escape_for_terminal("a\u{1b}[2Jb\u{202E}c\u{200B}d\ne\\u{41}");
@@ -183,6 +230,40 @@ mod tests {
             shown,
             "a\\u{001B}[2Jb\\u{202E}c\\u{200B}d\\u{000A}e\\\\u{41}"
         );
+    }
+
+    // r[verify tools.summary.redacted]
+    #[test]
+    fn credentials_in_shown_text_are_redacted() {
+        for secret in [
+            "Authorization: Bearer abcdefghijklmnop1234",
+            "token eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJhbGljZSJ9.c2lnbmF0dXJlLXZhbHVl",
+            "OPENAI_API_KEY=sk-proj-abcdefghijklmnopqrstuv",
+            "github: ghp_abcdefghijklmnopqrstuvwxyz0123",
+            "elicit_token: 0123456789abcdef0123456789abcdef",
+            "password = \"hunter22hunter\"",
+            "-----BEGIN OPENSSH PRIVATE KEY-----",
+        ] {
+            let shown = redact_secrets(secret);
+            assert!(shown.contains("[redacted"), "{secret} -> {shown}");
+            for word in [
+                "abcdefghijklmnop1234",
+                "c2lnbmF0dXJlLXZhbHVl",
+                "abcdefghijklmnopqrstuv",
+                "0123456789abcdef0123456789abcdef",
+                "hunter22hunter",
+            ] {
+                assert!(!shown.contains(word), "{secret} -> {shown}");
+            }
+        }
+        // Ordinary prose and hashes stay as they are.
+        for plain in [
+            "args_hash 0123456789abcdef",
+            "the token bucket is full",
+            "size: 14 bytes -> 12 bytes",
+        ] {
+            assert_eq!(redact_secrets(plain), plain);
+        }
     }
 
     #[test]
