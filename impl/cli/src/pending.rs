@@ -74,15 +74,21 @@ pub fn run(args: &PendingArgs, env: &CacheEnv) -> Result<String, Refusal> {
         }
         let _ = writeln!(
             out,
-            "{} in vault {} for caller {}: raised {} ago, expires in {}",
-            escape_for_terminal(&request.call.tool),
-            escape_for_terminal(&request.call.vault),
-            escape_for_terminal(&request.call.caller),
+            "[{}] raised {} ago, expires in {}",
+            i + 1,
             duration(now - request.raised_at_ms),
             duration(request.expires_at_ms - now),
         );
+        let fallback;
         let summary = if request.summary.is_empty() {
-            "(no summary was recorded for this request)"
+            fallback = format!(
+                "{} in vault {} for caller {}\nargs_hash {}\n(no summary was recorded for this request)",
+                escape_for_terminal(&request.call.tool),
+                escape_for_terminal(&request.call.vault),
+                escape_for_terminal(&request.call.caller),
+                request.call.args_hash
+            );
+            fallback.as_str()
         } else {
             request.summary.as_str()
         };
@@ -91,7 +97,7 @@ pub fn run(args: &PendingArgs, env: &CacheEnv) -> Result<String, Refusal> {
         }
         let _ = writeln!(
             out,
-            "  approve: {}",
+            "    approve: {}",
             approve_command(request, &flags, several_vaults)
         );
     }
