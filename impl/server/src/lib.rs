@@ -4,8 +4,9 @@
 //! (Prometheus counters), [`http`] (the axum scaffold the Streamable HTTP service is nested
 //! into), [`dispatch`] (the one `tools/call` pipeline with every confirmation route),
 //! [`trips`] (round-trip wire shapes), `routes` (the round trips and the legacy shim), [`results`] (result envelopes), [`resources`] (notes
-//! as MCP resources), [`handler`] (the rmcp `ServerHandler`) and [`serve`] (start-up and the
-//! stdio and HTTP transports).
+//! as MCP resources), [`handler`] (the rmcp `ServerHandler`), [`serve`] (start-up and the
+//! stdio and HTTP transports), with [`stdio`] the newline-delimited JSON-RPC transport of
+//! stdio.
 
 pub mod auth;
 pub mod config;
@@ -17,6 +18,7 @@ pub mod resources;
 pub mod results;
 mod routes;
 pub mod serve;
+pub mod stdio;
 pub mod trips;
 
 /// The tools this server offers: each subsystem crate's `register`, in `tools/list` order.

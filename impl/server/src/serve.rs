@@ -1,7 +1,7 @@
 //! Running the server: assembling [`ServerCore`] from a checked configuration and serving it
 //! over stdio or Streamable HTTP (CONTRACT §1 `serve`; spec/cli.md `cli.serve.transports`,
-//! `cli.serve.stderr`, `cli.serve.lazy`; spec/state.md `state.key.server-secret`,
-//! `state.key.startup-line`; spec/auth.md `auth.none.loopback`).
+//! `cli.serve.stderr`, `cli.serve.lazy`, `cli.serve.stdio-eof-exit`; spec/state.md
+//! `state.key.server-secret`, `state.key.startup-line`; spec/auth.md `auth.none.loopback`).
 //!
 //! Start-up does no vault scan: the secret is loaded (or created), `cache.db` is opened, the
 //! vaults are bound, and the transport starts answering. Logs go to stderr only; stdout
@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 use axum::Router;
 use rmcp::ServiceExt;
+use rmcp::service::ServerInitializeError;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tc_gate::clock::{OsEntropy, SystemClock};
@@ -25,6 +26,7 @@ use crate::dispatch::{BuildError, CoreParts, ServerCore, Transport};
 use crate::handler::ObsidianTc;
 use crate::http::{self, HttpState};
 use crate::metrics::Metrics;
+use crate::stdio::JsonLines;
 
 /// Why the server could not start or stopped with an error; each message says what to do.
 #[derive(Debug, thiserror::Error)]
@@ -134,12 +136,23 @@ pub fn approval_flags(
     flags
 }
 
-/// Serves MCP over this process's stdin and stdout until the client goes away.
+// r[impl cli.serve.stdio-eof-exit]
+/// Serves MCP over this process's stdin and stdout until the client goes away. The client
+/// closing stdin ends the session normally, also before the handshake (a client that only
+/// probed with `server/discover`, or sent nothing).
 pub async fn serve_stdio(core: Arc<ServerCore>) -> Result<(), ServeError> {
-    let running = ObsidianTc::new(core, Transport::Stdio)
-        .serve(rmcp::transport::stdio())
-        .await
-        .map_err(|e| ServeError::Session(e.to_string()))?;
+    let (stdin, stdout) = rmcp::transport::stdio();
+    let served = ObsidianTc::new(core, Transport::Stdio)
+        .serve(JsonLines::new(stdin, stdout))
+        .await;
+    let running = match served {
+        Ok(running) => running,
+        Err(ServerInitializeError::ConnectionClosed(_)) => {
+            tracing::info!("stdio: the client closed stdin before the handshake");
+            return Ok(());
+        }
+        Err(e) => return Err(ServeError::Session(e.to_string())),
+    };
     running
         .waiting()
         .await

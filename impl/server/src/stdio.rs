@@ -1,0 +1,535 @@
+//! The stdio transport: newline-delimited JSON-RPC on stdin and stdout, as rmcp's
+//! `AsyncRwTransport` frames it, plus the answers that transport does not give (spec/cli.md
+//! `cli.serve.stdio-parse-error`, `cli.serve.stdio-invalid-params`).
+//!
+//! rmcp 3.11 drops a line that is not JSON without a word (its issue #938), so a client that
+//! made a typo waits forever, and it hands a request whose params fail the method's schema to
+//! the handler as a `CustomRequest`, which answers "method not found". [`JsonLines`] reads
+//! the lines itself and answers both: -32700 with `"id": null` (JSON-RPC 2.0 §5: the id
+//! could not be read; rmcp's own error type cannot carry a null id), and -32602 with the
+//! request's id. Every other line becomes rmcp's `ClientJsonRpcMessage`, so the service sees
+//! exactly what rmcp's transport would have given it.
+//!
+//! Framing follows rmcp's `AsyncRwTransport`: a message is one `\n`-terminated line (a
+//! trailing `\r` and a leading UTF-8 BOM are ignored), blank lines are skipped, a line
+//! longer than [`DEFAULT_MAX_LINE_LENGTH`] is dropped and logged, and bytes after the last
+//! newline at end of input are no message. Every outgoing message is written whole, in
+//! order, through one writer, so a reply of the transport's own never splits a response.
+
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use rmcp::model::{
+    CallToolRequest, CallToolRequestMethod, CancelTaskMethod, CancelTaskRequest,
+    ClientJsonRpcMessage, ClientRequest, CompleteRequest, CompleteRequestMethod, ConstString,
+    CustomRequest, DiscoverRequest, DiscoverRequestMethod, ErrorData, GetPromptRequest,
+    GetPromptRequestMethod, GetSkillRequest, GetSkillRequestMethod, GetTaskMethod, GetTaskRequest,
+    InitializeRequest, InitializeResultMethod, JsonRpcMessage, ListPromptsRequest,
+    ListPromptsRequestMethod, ListResourceTemplatesRequest, ListResourceTemplatesRequestMethod,
+    ListResourcesRequest, ListResourcesRequestMethod, ListSkillsRequest, ListSkillsRequestMethod,
+    ListToolsRequest, ListToolsRequestMethod, PingRequest, PingRequestMethod,
+    ReadResourceDirectoryRequest, ReadResourceDirectoryRequestMethod, ReadResourceRequest,
+    ReadResourceRequestMethod, RequestId, ServerJsonRpcMessage, SetLevelRequestMethod,
+    SubscribeRequestMethod, SubscriptionsListenRequest, SubscriptionsListenRequestMethod,
+    UnsubscribeRequestMethod, UpdateTaskMethod, UpdateTaskRequest,
+};
+use rmcp::service::RoleServer;
+use rmcp::transport::Transport;
+pub use rmcp::transport::async_rw::DEFAULT_MAX_LINE_LENGTH;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::sync::Mutex;
+
+/// UTF-8 byte order mark, which RFC 8259 §8.1 lets a parser ignore (as rmcp does).
+const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
+
+/// A reply of the transport's own, being written.
+type Reply = Pin<Box<dyn Future<Output = io::Result<()>> + Send>>;
+
+/// MCP over newline-delimited JSON on `R` and `W` (stdin and stdout when serving).
+pub struct JsonLines<R, W> {
+    read: BufReader<R>,
+    /// The line being read; it survives a cancelled `receive` (rmcp polls `receive` inside
+    /// a `select!`), so a partly read line is resumed, never lost.
+    line: Vec<u8>,
+    /// Set while the rest of an oversized line is being skipped.
+    discarding: bool,
+    max_line_length: usize,
+    out: Arc<Mutex<Output<W>>>,
+    /// A reply owed to a line already read; finished before the next line is read, and kept
+    /// across a cancelled `receive`.
+    reply: Option<Reply>,
+}
+
+impl<R, W> std::fmt::Debug for JsonLines<R, W> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JsonLines")
+            .field("buffered_line_bytes", &self.line.len())
+            .field("discarding", &self.discarding)
+            .field("max_line_length", &self.max_line_length)
+            .field("reply_pending", &self.reply.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<R, W> JsonLines<R, W>
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    pub fn new(read: R, write: W) -> Self {
+        JsonLines {
+            read: BufReader::new(read),
+            line: Vec::new(),
+            discarding: false,
+            max_line_length: DEFAULT_MAX_LINE_LENGTH,
+            out: Arc::new(Mutex::new(Output {
+                write: Some(write),
+                pending: Vec::new(),
+                written: 0,
+            })),
+            reply: None,
+        }
+    }
+
+    /// Overrides the longest line accepted ([`DEFAULT_MAX_LINE_LENGTH`] by default).
+    pub fn with_max_line_length(mut self, max_line_length: usize) -> Self {
+        self.max_line_length = max_line_length;
+        self
+    }
+
+    /// Reads one `\n`-terminated line into `self.line`, never letting it grow past the cap.
+    /// Cancellation-safe: every byte taken from the reader is in `self.line` (or skipped, if
+    /// discarding) before the next await.
+    async fn read_line(&mut self) -> LineRead {
+        loop {
+            let available = match self.read.fill_buf().await {
+                Ok(available) => available,
+                Err(e) => return LineRead::Io(e),
+            };
+            if available.is_empty() {
+                return LineRead::Eof;
+            }
+            let newline = available.iter().position(|b| *b == b'\n');
+            let take = newline.map_or(available.len(), |at| at + 1);
+            let outcome = if self.discarding {
+                if newline.is_some() {
+                    self.discarding = false;
+                }
+                None
+            } else if self.line.len().saturating_add(take) > self.max_line_length {
+                self.line.clear();
+                self.discarding = newline.is_none();
+                Some(LineRead::Oversized)
+            } else {
+                self.line.extend_from_slice(&available[..take]);
+                newline.map(|_| LineRead::Line)
+            };
+            self.read.consume(take);
+            if let Some(outcome) = outcome {
+                return outcome;
+            }
+        }
+    }
+}
+
+enum LineRead {
+    Line,
+    Oversized,
+    Eof,
+    Io(io::Error),
+}
+
+/// What a line read from the client comes to.
+#[expect(
+    clippy::large_enum_variant,
+    reason = "lives only between judging a line and acting on it; boxing would allocate per message"
+)]
+enum Verdict {
+    /// A message for the service.
+    Deliver(ClientJsonRpcMessage),
+    /// Answered by the transport itself; the service never sees it.
+    Answer(Vec<u8>),
+    /// Nothing to do: a blank line, or a malformed notification (never answered).
+    Skip,
+}
+
+// r[impl cli.serve.stdio-parse-error]
+// r[impl cli.serve.stdio-invalid-params]
+/// Judges one line (its `\n` included).
+fn judge(line: &[u8]) -> Verdict {
+    let line = line.strip_suffix(b"\n").unwrap_or(line);
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let line = line.strip_prefix(UTF8_BOM).unwrap_or(line);
+    if line.iter().all(u8::is_ascii_whitespace) {
+        return Verdict::Skip;
+    }
+    let error = match serde_json::from_slice::<ClientJsonRpcMessage>(line) {
+        Ok(message) => {
+            return match invalid_params(&message) {
+                Some((id, error)) => {
+                    Verdict::Answer(encode(&ServerJsonRpcMessage::error(error, Some(id))))
+                }
+                None => Verdict::Deliver(message),
+            };
+        }
+        Err(error) => error,
+    };
+    if matches!(
+        error.classify(),
+        serde_json::error::Category::Syntax | serde_json::error::Category::Eof
+    ) {
+        tracing::debug!("stdio: a line that is not JSON: {error}");
+        return Verdict::Answer(unaddressed(ErrorData::parse_error(
+            format!("Parse error: the line is not JSON ({error})"),
+            None,
+        )));
+    }
+    // Well-formed JSON that is no JSON-RPC message (as rmcp: Invalid Request), unless it is
+    // a notification, which JSON-RPC never answers.
+    let value: Value = serde_json::from_slice(line).unwrap_or(Value::Null);
+    let is_notification =
+        value.get("id").is_none() && value.get("method").is_some_and(Value::is_string);
+    if is_notification {
+        tracing::debug!("stdio: ignoring a malformed notification: {error}");
+        return Verdict::Skip;
+    }
+    let message = format!("Invalid request: {error}");
+    match value.get("id").and_then(request_id) {
+        Some(id) => Verdict::Answer(encode(&ServerJsonRpcMessage::error(
+            ErrorData::invalid_request(message, None),
+            Some(id),
+        ))),
+        None => Verdict::Answer(unaddressed(ErrorData::invalid_request(message, None))),
+    }
+}
+
+/// The id of a request, when JSON-RPC allows it (a string or an integer).
+fn request_id(id: &Value) -> Option<RequestId> {
+    serde_json::from_value(id.clone()).ok()
+}
+
+/// A request for a method rmcp types, whose params failed that type, comes out of rmcp's
+/// untagged `ClientRequest` as a `CustomRequest` under the same method name: that is an
+/// invalid-params error, not an unknown method.
+fn invalid_params(message: &ClientJsonRpcMessage) -> Option<(RequestId, ErrorData)> {
+    let JsonRpcMessage::Request(request) = message else {
+        return None;
+    };
+    let ClientRequest::CustomRequest(CustomRequest { method, params, .. }) = &request.request
+    else {
+        return None;
+    };
+    let (_, check) = TYPED_REQUESTS.iter().find(|(typed, _)| typed == method)?;
+    let why = check(serde_json::json!({"method": method, "params": params}))
+        .err()
+        .map_or_else(
+            || "they do not match the method's schema".to_owned(),
+            |e| e.to_string(),
+        );
+    Some((
+        request.id.clone(),
+        ErrorData::invalid_params(format!("Invalid params for {method}: {why}"), None),
+    ))
+}
+
+/// Deserializes a request as rmcp's type for it; the error says what is wrong with it.
+fn check<T: DeserializeOwned>(request: Value) -> Result<(), serde_json::Error> {
+    serde_json::from_value::<T>(request).map(drop)
+}
+
+type Check = fn(Value) -> Result<(), serde_json::Error>;
+
+/// Every typed variant of rmcp's `ClientRequest` (its `CustomRequest` catches the rest).
+/// rmcp deprecates three of them but still parses them, so they are here too.
+#[expect(
+    deprecated,
+    reason = "rmcp still parses logging/setLevel and resources/(un)subscribe"
+)]
+const TYPED_REQUESTS: &[(&str, Check)] = &[
+    (PingRequestMethod::VALUE, check::<PingRequest>),
+    (InitializeResultMethod::VALUE, check::<InitializeRequest>),
+    (DiscoverRequestMethod::VALUE, check::<DiscoverRequest>),
+    (CompleteRequestMethod::VALUE, check::<CompleteRequest>),
+    (
+        SetLevelRequestMethod::VALUE,
+        check::<rmcp::model::SetLevelRequest>,
+    ),
+    (GetPromptRequestMethod::VALUE, check::<GetPromptRequest>),
+    (ListPromptsRequestMethod::VALUE, check::<ListPromptsRequest>),
+    (
+        ListResourcesRequestMethod::VALUE,
+        check::<ListResourcesRequest>,
+    ),
+    (
+        ListResourceTemplatesRequestMethod::VALUE,
+        check::<ListResourceTemplatesRequest>,
+    ),
+    (
+        ReadResourceRequestMethod::VALUE,
+        check::<ReadResourceRequest>,
+    ),
+    (
+        SubscriptionsListenRequestMethod::VALUE,
+        check::<SubscriptionsListenRequest>,
+    ),
+    (
+        SubscribeRequestMethod::VALUE,
+        check::<rmcp::model::SubscribeRequest>,
+    ),
+    (
+        UnsubscribeRequestMethod::VALUE,
+        check::<rmcp::model::UnsubscribeRequest>,
+    ),
+    (CallToolRequestMethod::VALUE, check::<CallToolRequest>),
+    (ListToolsRequestMethod::VALUE, check::<ListToolsRequest>),
+    (GetTaskMethod::VALUE, check::<GetTaskRequest>),
+    (UpdateTaskMethod::VALUE, check::<UpdateTaskRequest>),
+    (CancelTaskMethod::VALUE, check::<CancelTaskRequest>),
+    (ListSkillsRequestMethod::VALUE, check::<ListSkillsRequest>),
+    (GetSkillRequestMethod::VALUE, check::<GetSkillRequest>),
+    (
+        ReadResourceDirectoryRequestMethod::VALUE,
+        check::<ReadResourceDirectoryRequest>,
+    ),
+];
+
+/// An error answering a line whose id could not be read: JSON-RPC 2.0 §5 wants `"id": null`.
+fn unaddressed(error: ErrorData) -> Vec<u8> {
+    #[derive(Serialize)]
+    struct Unaddressed {
+        jsonrpc: &'static str,
+        id: (),
+        error: ErrorData,
+    }
+    encode(&Unaddressed {
+        jsonrpc: "2.0",
+        id: (),
+        error,
+    })
+}
+
+/// One message as one line, `\n` included.
+fn encode(message: &impl Serialize) -> Vec<u8> {
+    let mut line = serde_json::to_vec(message).expect("a JSON-RPC message serializes");
+    line.push(b'\n');
+    line
+}
+
+/// The write side, shared by the service's sends and the transport's own replies.
+struct Output<W> {
+    write: Option<W>,
+    /// Bytes of messages not yet fully written, and how many of them are: a send cancelled
+    /// mid-write leaves its tail here, and the next send writes it first, so lines never
+    /// interleave.
+    pending: Vec<u8>,
+    written: usize,
+}
+
+/// Writes `line` whole, after whatever an earlier, cancelled write left, and flushes.
+async fn write_line<W: AsyncWrite + Unpin>(
+    out: Arc<Mutex<Output<W>>>,
+    line: Vec<u8>,
+) -> io::Result<()> {
+    let mut out = out.lock().await;
+    let Output {
+        write,
+        pending,
+        written,
+    } = &mut *out;
+    let Some(write) = write.as_mut() else {
+        return Err(io::Error::new(
+            io::ErrorKind::NotConnected,
+            "the stdio transport is closed",
+        ));
+    };
+    if pending.is_empty() {
+        *pending = line;
+    } else {
+        pending.extend_from_slice(&line);
+    }
+    while *written < pending.len() {
+        let n = write.write(&pending[*written..]).await?;
+        if n == 0 {
+            return Err(io::ErrorKind::WriteZero.into());
+        }
+        *written += n;
+    }
+    pending.clear();
+    *written = 0;
+    write.flush().await
+}
+
+impl<R, W> Transport<RoleServer> for JsonLines<R, W>
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    type Error = io::Error;
+
+    fn send(
+        &mut self,
+        item: ServerJsonRpcMessage,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        write_line(Arc::clone(&self.out), encode(&item))
+    }
+
+    async fn receive(&mut self) -> Option<ClientJsonRpcMessage> {
+        loop {
+            if let Some(reply) = self.reply.as_mut() {
+                let sent = reply.await;
+                self.reply = None;
+                if let Err(e) = sent {
+                    tracing::error!("stdio: cannot write to stdout: {e}");
+                    return None;
+                }
+            }
+            match self.read_line().await {
+                LineRead::Line => {}
+                LineRead::Oversized => {
+                    tracing::error!(
+                        max_line_length = self.max_line_length,
+                        "stdio: a message exceeded the maximum line length; discarding it"
+                    );
+                    continue;
+                }
+                LineRead::Eof => return None,
+                LineRead::Io(e) => {
+                    tracing::error!("stdio: cannot read stdin: {e}");
+                    return None;
+                }
+            }
+            let verdict = judge(&self.line);
+            self.line.clear();
+            match verdict {
+                Verdict::Deliver(message) => return Some(message),
+                Verdict::Answer(line) => {
+                    self.reply = Some(Box::pin(write_line(Arc::clone(&self.out), line)));
+                }
+                Verdict::Skip => {}
+            }
+        }
+    }
+
+    async fn close(&mut self) -> Result<(), Self::Error> {
+        let mut out = self.out.lock().await;
+        if let Some(mut write) = out.write.take() {
+            write.flush().await?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use tokio::io::{AsyncReadExt, duplex};
+
+    use super::*;
+
+    fn text(line: &[u8]) -> Value {
+        serde_json::from_slice(line).unwrap()
+    }
+
+    fn answered(line: &str) -> Value {
+        match judge(line.as_bytes()) {
+            Verdict::Answer(reply) => text(&reply),
+            Verdict::Deliver(message) => panic!("{line} was delivered: {message:?}"),
+            Verdict::Skip => panic!("{line} was skipped"),
+        }
+    }
+
+    #[test]
+    fn what_each_line_comes_to() {
+        for line in [
+            "not json\n",
+            "{\"jsonrpc\":\"2.0\",\"id\":1\n",
+            "\u{feff}]\r\n",
+        ] {
+            let reply = answered(line);
+            assert_eq!(reply["id"], Value::Null, "{reply}");
+            assert!(reply.as_object().unwrap().contains_key("id"));
+            assert_eq!(reply["error"]["code"], -32700, "{reply}");
+        }
+        let reply =
+            answered(r#"{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":7}}"#);
+        assert_eq!(reply["id"], "a");
+        assert_eq!(reply["error"]["code"], -32602, "{reply}");
+        let reply = answered(r#"{"jsonrpc":"2.0","id":4,"method":"ping","params":5}"#);
+        assert_eq!(reply["id"], 4);
+        assert_eq!(reply["error"]["code"], -32600, "{reply}");
+        let reply = answered(r#"{"foo":"bar"}"#);
+        assert_eq!(reply["id"], Value::Null);
+        assert_eq!(reply["error"]["code"], -32600, "{reply}");
+        for line in [
+            "\n",
+            "  \r\n",
+            r#"{"jsonrpc":"1.0","method":"notifications/x"}"#,
+        ] {
+            assert!(matches!(judge(line.as_bytes()), Verdict::Skip), "{line:?}");
+        }
+        for line in [
+            "\u{feff}{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\r\n",
+            r#"{"jsonrpc":"2.0","id":2,"method":"no/such","params":{"x":1}}"#,
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        ] {
+            assert!(
+                matches!(judge(line.as_bytes()), Verdict::Deliver(_)),
+                "{line:?}"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn replies_and_responses_come_out_whole_and_in_order() {
+        let input: &[u8] = b"not json\n{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n\
+            {\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":7}}\n";
+        // One byte of capacity: every write is partial.
+        let (write, mut peer) = duplex(1);
+        let mut transport = JsonLines::new(input, write);
+        let reader = tokio::spawn(async move {
+            let mut bytes = Vec::new();
+            peer.read_to_end(&mut bytes).await.unwrap();
+            bytes
+        });
+        let ping = transport.receive().await.expect("the ping is delivered");
+        assert_eq!(serde_json::to_value(&ping).unwrap()["id"], 1);
+        transport
+            .send(ServerJsonRpcMessage::error(
+                ErrorData::internal_error("answered", None),
+                Some(RequestId::Number(1)),
+            ))
+            .await
+            .unwrap();
+        assert!(transport.receive().await.is_none(), "end of input");
+        transport.close().await.unwrap();
+        drop(transport);
+        let bytes = reader.await.unwrap();
+        let lines: Vec<Value> = bytes
+            .split(|b| *b == b'\n')
+            .filter(|line| !line.is_empty())
+            .map(text)
+            .collect();
+        let codes: Vec<&Value> = lines.iter().map(|line| &line["error"]["code"]).collect();
+        assert_eq!(codes, [-32700, -32603, -32602], "{lines:?}");
+    }
+
+    #[tokio::test]
+    async fn an_oversized_line_is_dropped_and_the_next_is_read() {
+        let long: &[u8] =
+            br#"{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":"0123456789"}}"#;
+        let short: &[u8] = br#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#;
+        let input = [long, b"\n", short, b"\n"].concat();
+        let (write, _peer) = duplex(1024);
+        let mut transport =
+            JsonLines::new(std::io::Cursor::new(input), write).with_max_line_length(48);
+        let next = transport
+            .receive()
+            .await
+            .expect("the short line is delivered");
+        assert_eq!(serde_json::to_value(&next).unwrap()["id"], 2);
+    }
+}
