@@ -47,7 +47,7 @@ pub enum Command {
     /// List the calls waiting for approval, newest first, with what each would do
     Pending(PendingArgs),
     /// Print the audit log of cache.db, oldest first (requested, minted, consumed, released,
-    /// overflow)
+    /// refused, overflow)
     Events(EventsArgs),
     /// Bearer tokens for an HTTP server with auth.mode = "jwt"
     Token {

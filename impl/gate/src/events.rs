@@ -28,15 +28,19 @@ pub enum EventName {
     Overflow,
     /// A confirmation token was minted.
     Minted,
+    /// A call's confirmation was refused: declined, not obtained, drifted, or a token that
+    /// approved nothing (the reason is in the detail).
+    Refused,
 }
 
 impl EventName {
-    pub const ALL: [EventName; 5] = [
+    pub const ALL: [EventName; 6] = [
         EventName::Requested,
         EventName::Consumed,
         EventName::Released,
         EventName::Overflow,
         EventName::Minted,
+        EventName::Refused,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -46,6 +50,7 @@ impl EventName {
             EventName::Released => "hitl_released",
             EventName::Overflow => "tc.governor.overflow",
             EventName::Minted => "elicit_minted",
+            EventName::Refused => "tc.elicit.refused",
         }
     }
 

@@ -825,6 +825,8 @@ fn event_names_are_the_contract_spellings_and_paging_reads_on() {
             "hitl_released",
             "tc.governor.overflow",
             "elicit_minted"
+            // (extension) the refusals by reason, for the audit log
+            "tc.elicit.refused",
         ]
     );
     let f = fixture();

@@ -329,6 +329,9 @@ impl ServerCore {
                     }
                     Err(error) => {
                         self.record_outcome(tool, &caller.id, error.code.as_str());
+                        if let (Some(key), Some(reason)) = (key, refusal_reason(&error)) {
+                            self.record_refusal(key, reason).await;
+                        }
                         crate::results::failure(&error)
                     }
                 };
@@ -336,6 +339,22 @@ impl ServerCore {
             }
         };
         Ok(response)
+    }
+
+    /// Records a refused confirmation in the audit log (best effort: the refusal itself is
+    /// what the client gets either way).
+    async fn record_refusal(&self, key: CallKey, reason: &'static str) {
+        let recorded = self
+            .blocking("recording the refusal", move |pipeline| {
+                pipeline
+                    .gate()
+                    .record_refusal(&key.binding(), reason)
+                    .map_err(|_| ToolError::internal("recording the refusal"))
+            })
+            .await;
+        if recorded.is_err() {
+            tracing::warn!(reason, "could not record tc.elicit.refused");
+        }
     }
 
     /// Runs `work` on the blocking pool: SQLite commits, vault reads and writes never run
@@ -506,6 +525,25 @@ impl ServerCore {
         self.metrics.absorb_gate(&self.gate().counters());
         self.metrics.confirmation_answer_refused(outcome);
         tracing::info!(tool, caller = %caller_hash(caller), outcome, "tools/call");
+    }
+}
+
+// r[impl events.refused]
+/// Why a confirmation was refused, if `error` is such a refusal: the client declined or
+/// dismissed the prompt, the target drifted, or the token sent approved nothing.
+fn refusal_reason(error: &ToolError) -> Option<&'static str> {
+    match error.code {
+        ErrorCode::ApprovalDeclined => Some("approval_declined"),
+        ErrorCode::ApprovalNotObtained => Some("approval_not_obtained"),
+        ErrorCode::ReplayDrift => Some("replay_drift"),
+        ErrorCode::ElicitRequired => {
+            match error.details.as_ref()?.get("token_rejected")?.as_str()? {
+                "expired" => Some("token_expired"),
+                "spent" => Some("token_spent"),
+                _ => Some("token_invalid"),
+            }
+        }
+        _ => None,
     }
 }
 

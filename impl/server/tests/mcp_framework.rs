@@ -176,3 +176,48 @@ async fn every_read_notes_page_is_under_the_cap_as_sent() {
     // It ran: the overflow of a call that changed the vault does not hide that.
     assert_eq!(h.read("w.md").as_deref(), Some("w"));
 }
+
+fn refusals(h: &Harness) -> Vec<String> {
+    h.core
+        .gate()
+        .events(0, 1000)
+        .unwrap()
+        .into_iter()
+        .filter(|e| e.name == tc_gate::EventName::Refused)
+        .map(|e| e.detail["reason"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+// r[verify events.refused]
+#[tokio::test]
+async fn refused_confirmations_are_in_the_audit_log_with_their_reason() {
+    let h = Harness::new();
+    h.write("a.md", "a\n");
+    let args = json!({"path": "a.md"});
+    // Declined and dismissed prompts (legacy shim).
+    let client = connect(h.sibling(|_| {}, true), legacy(Reply::Decline)).await;
+    let _ = call(&client, "delete_note", args.clone()).await;
+    let client = connect(h.sibling(|_| {}, true), legacy(Reply::Cancel)).await;
+    let _ = call(&client, "delete_note", args.clone()).await;
+    // A token for a state that drifted, then the same token again (spent).
+    let client = connect(h.core.clone(), legacy(Reply::Approve)).await;
+    let refusal = mcp_support::failure(&call(&client, "delete_note", args.clone()).await);
+    let token = h.mint(&refusal, "stdio");
+    h.write("a.md", "changed\n");
+    let mut with_token = args.clone();
+    with_token["elicit_token"] = json!(token);
+    let drift = mcp_support::failure(&call(&client, "delete_note", with_token.clone()).await);
+    assert_eq!(drift["code"], "replay_drift");
+    let spent = mcp_support::failure(&call(&client, "delete_note", with_token).await);
+    assert_eq!(spent["details"]["token_rejected"], "spent");
+    assert_eq!(
+        refusals(&h),
+        [
+            "approval_declined",
+            "approval_not_obtained",
+            "replay_drift",
+            "token_spent"
+        ]
+    );
+    assert_eq!(h.read("a.md").as_deref(), Some("changed\n"));
+}

@@ -258,4 +258,9 @@ def elicit_argv(err: dict[str, Any]) -> list[str]:
 
 
 def run_elicit(v: Vault, err: dict[str, Any]) -> subprocess.CompletedProcess[str]:
-    return run_bin([*elicit_argv(err), *v.place_args()])
+    """The recovery's elicit command exactly as printed: it names the server's --config or
+    --cache-dir itself (r[verify cli.elicit.command-works])."""
+    argv = elicit_argv(err)
+    for flag in v.place_args():
+        assert flag in argv, f"the command does not name {v.place_args()}: {argv}"
+    return run_bin(argv)

@@ -51,6 +51,24 @@ impl Gate {
         Ok(())
     }
 
+    // r[impl events.refused]
+    /// Records that `call`'s confirmation was refused, and why (`approval_declined`,
+    /// `approval_not_obtained`, `replay_drift`, `token_expired`, `token_spent`,
+    /// `token_invalid`): the audit log's answer to "who said no, and when".
+    pub fn record_refusal(&self, call: &CallBinding<'_>, reason: &str) -> Result<(), StoreError> {
+        let now = self.now();
+        self.inner.store.with_conn(|conn| {
+            Self::record(
+                conn,
+                now,
+                EventName::Refused,
+                Some(call),
+                json!({ "reason": reason }),
+            )
+        })?;
+        Ok(())
+    }
+
     /// Records a governor refusal (governor.counted): a tc.governor.overflow event with the
     /// size (or its lower bound) and the limit.
     pub fn record_overflow(

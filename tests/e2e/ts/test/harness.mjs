@@ -280,9 +280,15 @@ export function elicitArgv(err) {
     return words.slice(1);
 }
 
-/** Runs the recovery's elicit command against this vault's cache; returns {code, stdout, stderr}. */
+/**
+ * Runs the recovery's elicit command exactly as printed (it names the server's --config or
+ * --cache-dir itself: r[verify cli.elicit.command-works]); returns {code, stdout, stderr}.
+ */
 export function runElicit(v, err) {
-    return runBin([...elicitArgv(err), ...placeArgs(v)]);
+    const argv = elicitArgv(err);
+    const flags = placeArgs(v);
+    assert.ok(argv.includes(flags[0]) && argv.includes(flags[1]), `the command does not name ${flags.join(' ')}: ${argv.join(' ')}`);
+    return runBin(argv);
 }
 
 export { existsSync, join };
