@@ -824,7 +824,7 @@ fn event_names_are_the_contract_spellings_and_paging_reads_on() {
             "tc.elicit.consumed",
             "hitl_released",
             "tc.governor.overflow",
-            "elicit_minted"
+            "elicit_minted",
             // (extension) the refusals by reason, for the audit log
             "tc.elicit.refused",
         ]
