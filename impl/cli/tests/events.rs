@@ -126,3 +126,50 @@ fn follow_prints_events_as_they_are_recorded() {
     child.kill().unwrap();
     let _ = child.wait();
 }
+
+// r[verify gate.sweep.running]
+#[test]
+fn serve_sweeps_expired_requests_at_start_up() {
+    use tc_gate::clock::{ManualClock, SeededEntropy};
+    let dir = tempfile::tempdir().unwrap();
+    let vault = dir.path().join("vault");
+    std::fs::create_dir(&vault).unwrap();
+    let cache = dir.path().join("cache");
+    std::fs::create_dir(&cache).unwrap();
+    // A request raised an hour ago by an earlier server: long expired.
+    let an_hour_ago = tc_gate::clock::Clock::now_ms(&SystemClock) - 3_600_000;
+    let earlier = Gate::new(
+        Store::open(cache.join("cache.db")).unwrap(),
+        Arc::new(ManualClock::new(an_hour_ago)),
+        Arc::new(SeededEntropy::new(1)),
+        GateConfig::new(300).unwrap(),
+    );
+    let fp = fingerprint_targets(&[("a.md".to_owned(), Some("h".to_owned()))]);
+    earlier.raise(&CALL, &fp).unwrap();
+    drop(earlier);
+    assert_eq!(gate(&cache).stored_rows().unwrap().raised_requests, 1);
+    let mut server = Command::new(env!("CARGO_BIN_EXE_obsidian-tc"))
+        .env_remove("XDG_CACHE_HOME")
+        .env("HOME", "/nonexistent-home")
+        .arg("serve")
+        .arg(&vault)
+        .arg("--cache-dir")
+        .arg(&cache)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // The sweep runs when serving starts: wait for the row to go.
+    let started = Instant::now();
+    let left = loop {
+        std::thread::sleep(Duration::from_millis(50));
+        let left = gate(&cache).stored_rows().unwrap().raised_requests;
+        if left == 0 || started.elapsed() > Duration::from_secs(10) {
+            break left;
+        }
+    };
+    let _ = server.kill();
+    let _ = server.wait();
+    assert_eq!(left, 0, "the server did not sweep the expired request");
+}

@@ -29,6 +29,9 @@ use crate::clock::{Clock, Entropy};
 use crate::events::{Counters, CountersSnapshot};
 use crate::store::{self, Durability, Store, StoreError, SweepReport};
 
+/// How long the audit log keeps an event: 90 days (spec `events.retention`).
+pub const EVENT_RETENTION_MS: i64 = 90 * 24 * 60 * 60 * 1000;
+
 pub use self::non_token_routes::{AdmitError, NonTokenRoute, ReplayDrift};
 pub use self::raise::RaisedRequest;
 pub use self::release::{
@@ -194,15 +197,22 @@ impl Gate {
     fn expiry_from(&self, now: i64) -> i64 {
         now.saturating_add(self.inner.config.ttl_ms)
     }
+    /// How many rows cache.db holds per table, expired or not (nothing is removed).
+    pub fn stored_rows(&self) -> Result<store::StoredRows, StoreError> {
+        self.inner.store.read(store::stored_rows)
+    }
+
     // r[impl gate.raise.sweep]
     // r[impl state.ext.sweep]
+    // r[impl events.retention]
     /// Removes expired raised requests (with their superseded fingerprints), consumed
-    /// requestState ids past their state's expiry, and tokens a TTL past their expiry.
+    /// requestState ids past their state's expiry, tokens a TTL past their expiry, and
+    /// events older than [`EVENT_RETENTION_MS`].
     pub fn sweep(&self) -> Result<SweepReport, StoreError> {
         let now = self.now();
         let retention = self.inner.config.ttl_ms;
-        self.inner
-            .store
-            .write(Durability::Synced, |tx| store::sweep(tx, now, retention))
+        self.inner.store.write(Durability::Synced, |tx| {
+            store::sweep(tx, now, retention, EVENT_RETENTION_MS)
+        })
     }
 }

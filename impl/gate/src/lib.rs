@@ -18,6 +18,7 @@ pub mod store;
 pub mod verifier;
 
 pub use events::{CountersSnapshot, Event, EventName, RefusalReason, caller_hash};
+pub use gate::EVENT_RETENTION_MS;
 pub use gate::{
     AdmitError, BindingMismatch, BoundCall, CallBinding, ElicitToken, Gate, GateConfig, HandlerRun,
     InHandlerNoEffect, InvalidTtl, IssuedToken, MintError, NoEffect, NonTokenRoute, RaisedRequest,
@@ -28,5 +29,5 @@ pub use state_fp::{
     ConfirmationTargets, InvalidStateFp, RegistryError, StateFp, fingerprint_custom,
     fingerprint_targets, validate_gated_tool,
 };
-pub use store::{CACHE_DB_FILE, LATEST_SCHEMA_VERSION, Store, StoreError, SweepReport};
+pub use store::{CACHE_DB_FILE, LATEST_SCHEMA_VERSION, Store, StoreError, StoredRows, SweepReport};
 pub use verifier::{BuiltinVerifier, Verifier};

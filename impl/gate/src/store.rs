@@ -48,8 +48,8 @@ pub(crate) use self::rows::{
     insert_token, is_superseded, pending_rows, raised_row, raised_rows_for, token_row,
     unconsume_token, upsert_raise,
 };
-pub use self::sweep::SweepReport;
-pub(crate) use self::sweep::sweep;
+pub use self::sweep::{StoredRows, SweepReport};
+pub(crate) use self::sweep::{stored_rows, sweep};
 
 /// The name of the gate's database file inside a cacheDir: the server, the `obsidian-tc
 /// elicit` CLI and the conformance harness all open `<cacheDir>/cache.db`.

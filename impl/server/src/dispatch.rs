@@ -47,6 +47,9 @@ use crate::config::Config;
 use crate::metrics::Metrics;
 use crate::trips::{self, Era};
 
+/// How often a running server sweeps what has expired from cache.db.
+pub const SWEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// Which transport a handler serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Transport {
@@ -339,6 +342,34 @@ impl ServerCore {
             }
         };
         Ok(response)
+    }
+
+    // r[impl gate.sweep.running]
+    /// One sweep of cache.db, off the async workers: what has expired goes (raised requests,
+    /// consumed states, tokens a TTL past their expiry, events past their retention).
+    pub async fn sweep_once(&self) -> Result<tc_gate::SweepReport, ToolError> {
+        self.blocking("sweeping cache.db", |pipeline| {
+            pipeline
+                .gate()
+                .sweep()
+                .map_err(|_| ToolError::internal("sweeping cache.db"))
+        })
+        .await
+    }
+
+    /// Sweeps cache.db now and then every [`SWEEP_EVERY`], for as long as the returned task
+    /// runs (the serving functions abort it when they end).
+    pub fn spawn_sweeper(self: &Arc<Self>) -> tokio::task::JoinHandle<()> {
+        let core = Arc::clone(self);
+        tokio::spawn(async move {
+            loop {
+                match core.sweep_once().await {
+                    Ok(report) => tracing::debug!(?report, "swept cache.db"),
+                    Err(error) => tracing::warn!(%error, "could not sweep cache.db"),
+                }
+                tokio::time::sleep(SWEEP_EVERY).await;
+            }
+        })
     }
 
     /// Records a refused confirmation in the audit log (best effort: the refusal itself is

@@ -141,6 +141,7 @@ pub fn approval_flags(
 /// closing stdin ends the session normally, also before the handshake (a client that only
 /// probed with `server/discover`, or sent nothing).
 pub async fn serve_stdio(core: Arc<ServerCore>) -> Result<(), ServeError> {
+    let sweeper = AbortOnDrop(core.spawn_sweeper());
     let (stdin, stdout) = rmcp::transport::stdio();
     let served = ObsidianTc::new(core, Transport::Stdio)
         .serve(JsonLines::new(stdin, stdout))
@@ -157,7 +158,17 @@ pub async fn serve_stdio(core: Arc<ServerCore>) -> Result<(), ServeError> {
         .waiting()
         .await
         .map_err(|e| ServeError::Session(e.to_string()))?;
+    drop(sweeper);
     Ok(())
+}
+
+/// Stops the background sweeper when the serving function returns, however it returns.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 /// The HTTP application: `/healthz`, `/metrics` and the Streamable HTTP service at `/mcp`,
@@ -189,6 +200,7 @@ pub async fn serve_http(
         .local_addr()
         .map_err(|source| ServeError::Listen { addr, source })?;
     tracing::info!(%bound, "serving Streamable HTTP at http://{bound}/mcp");
+    let _sweeper = AbortOnDrop(core.spawn_sweeper());
     axum::serve(listener, http_app(core, auth, bound))
         .await
         .map_err(|e| ServeError::Session(e.to_string()))

@@ -221,3 +221,27 @@ async fn refused_confirmations_are_in_the_audit_log_with_their_reason() {
     );
     assert_eq!(h.read("a.md").as_deref(), Some("changed\n"));
 }
+
+// r[verify gate.sweep.running]
+// r[verify events.retention]
+#[tokio::test]
+async fn the_running_server_sweeps_what_has_expired() {
+    let h = Harness::new();
+    h.write("a.md", "a\n");
+    let client = connect(h.core.clone(), legacy(Reply::Approve)).await;
+    let refusal =
+        mcp_support::failure(&call(&client, "delete_note", json!({"path": "a.md"})).await);
+    assert_eq!(refusal["code"], "elicit_required");
+    // Nothing has expired yet.
+    let report = h.core.sweep_once().await.unwrap();
+    assert_eq!((report.raised_requests, report.events), (0, 0));
+    // Past the TTL the raised request goes; past the retention the event goes too.
+    h.clock
+        .advance_ms(tc_gate::GateConfig::DEFAULT_TTL_SECONDS * 1000 + 1);
+    let report = h.core.sweep_once().await.unwrap();
+    assert_eq!((report.raised_requests, report.events), (1, 0));
+    h.clock.advance_ms(tc_gate::EVENT_RETENTION_MS);
+    let report = h.core.sweep_once().await.unwrap();
+    assert_eq!(report.events, 1);
+    assert!(h.core.gate().events(0, 10).unwrap().is_empty());
+}
