@@ -4,9 +4,11 @@
 //! paths for the central ACL stage. A page leaves them serialized once
 //! ([`Tool::encode`] passes its bytes on as they are).
 
+use std::fmt;
 use std::marker::PhantomData;
 
 use schemars::{JsonSchema, Schema, SchemaGenerator};
+use serde::de::DeserializeOwned;
 use serde::{Serialize, Serializer};
 use serde_json::{Map, Value};
 use tc_tools::{
@@ -14,9 +16,11 @@ use tc_tools::{
     ToolOutput, ToolSpec,
 };
 
+use tc_vault::Scopes;
+
 use crate::paging_tools::{
-    LIST_NOTES, ListNotesArgs, PagingContext, PagingError, READ_NOTES, ReadNotesArgs, list_notes,
-    read_notes,
+    LIST_NOTES, ListNotesArgs, PageOutput, PagingContext, PagingError, READ_NOTES, ReadNotesArgs,
+    list_notes, read_notes,
 };
 
 fn tool_error(error: PagingError) -> ToolError {
@@ -124,44 +128,56 @@ pub struct ListNotesPage {
     pub next_cursor: Option<String>,
 }
 
-#[derive(Debug)]
-pub struct ReadNotes;
+/// A page function of [`crate::paging_tools`] (`read_notes`, `list_notes`).
+type PageFn<Args> = fn(&PagingContext<'_>, &str, &Scopes, &Args) -> Result<PageOutput, PagingError>;
 
-#[derive(Debug)]
-pub struct ListNotes;
+/// One of the two paging tools: its spec, its cross-field check and its page function, its
+/// pages advertised with the schema of `Shape`. Never gated, nothing to precheck; the page
+/// leaves serialized as the page builder wrote it.
+pub struct PagingTool<Args, Shape> {
+    spec: ToolSpec,
+    check: fn(&Args) -> Result<(), PagingError>,
+    page: PageFn<Args>,
+    shape: PhantomData<fn() -> Shape>,
+}
 
-impl Tool for ReadNotes {
-    type Args = ReadNotesArgs;
-    type Output = PageJson<ReadNotesPage>;
+impl<Args, Shape> fmt::Debug for PagingTool<Args, Shape> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PagingTool")
+            .field("name", &self.spec.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<Args, Shape> Tool for PagingTool<Args, Shape>
+where
+    Args: DeserializeOwned + Serialize + JsonSchema + Send + Sync + 'static,
+    Shape: JsonSchema + 'static,
+{
+    type Args = Args;
+    type Output = PageJson<Shape>;
 
     fn spec(&self) -> ToolSpec {
-        ToolSpec {
-            name: READ_NOTES,
-            description: "Read notes with their frontmatter and content_hash: give paths (in that order) or a folder (recursive by default), exactly one of the two. Results come in pages under the response cap; repeat the same request with cursor = next_cursor until next_cursor is null.",
-            annotations: Annotations::READS,
-            scope: "read:notes",
-            changes_notes: false,
-            gating: Gating::NEVER,
-        }
+        self.spec.clone()
     }
 
-    fn check(&self, args: &ReadNotesArgs) -> Result<(), ToolError> {
-        args.check().map_err(tool_error)
+    fn check(&self, args: &Args) -> Result<(), ToolError> {
+        (self.check)(args).map_err(tool_error)
     }
 
-    fn precheck(&self, _cx: &ToolCx<'_>, _args: &ReadNotesArgs) -> Result<Precheck, ToolError> {
+    fn precheck(&self, _cx: &ToolCx<'_>, _args: &Args) -> Result<Precheck, ToolError> {
         Ok(Precheck::free())
     }
 
     fn run(
         &self,
         cx: &ToolCx<'_>,
-        args: &ReadNotesArgs,
+        args: &Args,
         _precheck: &Precheck,
         _state: &TargetState,
     ) -> Result<Self::Output, HandlerFailure> {
-        let page =
-            read_notes(&context(cx), &cx.caller.id, &cx.caller.scopes, args).map_err(tool_error)?;
+        let page = (self.page)(&context(cx), &cx.caller.id, &cx.caller.scopes, args)
+            .map_err(tool_error)?;
         Ok(PageJson::new(page.json))
     }
 
@@ -170,38 +186,41 @@ impl Tool for ReadNotes {
     }
 }
 
-impl Tool for ListNotes {
-    type Args = ListNotesArgs;
-    type Output = PageJson<ListNotesPage>;
-
-    fn spec(&self) -> ToolSpec {
-        ToolSpec {
-            name: LIST_NOTES,
-            description: "List the note paths (with sizes) under a folder, the vault root by default, in pages; repeat with cursor = next_cursor until it is null.",
-            annotations: Annotations::READS,
-            scope: "read:notes",
-            changes_notes: false,
-            gating: Gating::NEVER,
-        }
-    }
-
-    fn precheck(&self, _cx: &ToolCx<'_>, _args: &ListNotesArgs) -> Result<Precheck, ToolError> {
-        Ok(Precheck::free())
-    }
-
-    fn run(
-        &self,
-        cx: &ToolCx<'_>,
-        args: &ListNotesArgs,
-        _precheck: &Precheck,
-        _state: &TargetState,
-    ) -> Result<Self::Output, HandlerFailure> {
-        let page =
-            list_notes(&context(cx), &cx.caller.id, &cx.caller.scopes, args).map_err(tool_error)?;
-        Ok(PageJson::new(page.json))
-    }
-
-    fn encode(&self, output: Self::Output) -> Result<ToolOutput, ToolError> {
-        Ok(ToolOutput::Serialized(output.json))
+/// The spec both paging tools share but for their name and description.
+const fn paging_spec(name: &'static str, description: &'static str) -> ToolSpec {
+    ToolSpec {
+        name,
+        description,
+        annotations: Annotations::READS,
+        scope: "read:notes",
+        changes_notes: false,
+        gating: Gating::NEVER,
     }
 }
+
+// The two tools are values named like the unit structs they replaced, which is how the
+// registry adds them (`registry.add(paging::ReadNotes)`).
+
+/// `read_notes`.
+#[allow(non_upper_case_globals)]
+pub const ReadNotes: PagingTool<ReadNotesArgs, ReadNotesPage> = PagingTool {
+    spec: paging_spec(
+        READ_NOTES,
+        "Read notes with their frontmatter and content_hash: give paths (in that order) or a folder (recursive by default), exactly one of the two. Results come in pages under the response cap; repeat the same request with cursor = next_cursor until next_cursor is null.",
+    ),
+    check: ReadNotesArgs::check,
+    page: read_notes,
+    shape: PhantomData,
+};
+
+/// `list_notes` (no rule across its fields).
+#[allow(non_upper_case_globals)]
+pub const ListNotes: PagingTool<ListNotesArgs, ListNotesPage> = PagingTool {
+    spec: paging_spec(
+        LIST_NOTES,
+        "List the note paths (with sizes) under a folder, the vault root by default, in pages; repeat with cursor = next_cursor until it is null.",
+    ),
+    check: |_| Ok(()),
+    page: list_notes,
+    shape: PhantomData,
+};

@@ -2,14 +2,16 @@
 //! cursor and its refusals, the ACL on every page, walks that change underneath
 //! (spec/paging.md, spec/tools.md `tools.read-notes`, `tools.list-notes`, `tools.notes-only`).
 
+mod tools_support;
+
 use std::collections::BTreeSet;
 use std::fs;
+use std::ops::Deref;
 use std::path::Path;
-use std::sync::Arc;
 
 use proptest::prelude::*;
 use serde_json::{Value, json};
-use tc_gate::clock::{ManualClock, SeededEntropy};
+use tc_gate::clock::SeededEntropy;
 use tc_gate::cursor::{CURSOR_TTL_MS, CursorCodec};
 use tc_gate::keys::ServerSecret;
 use tc_notes::paging_tools::{
@@ -20,36 +22,35 @@ use tc_tools::paging::RESPONSE_FRAME_BYTES;
 use tc_tools::{PageLimits, wire_cost};
 use tc_vault::acl::ScopeRuleConfig;
 use tc_vault::{Acl, AclConfig, Scopes, Vault, content_hash};
+use tools_support::TempVault;
 
+/// The paging tools' fixture: a [`TempVault`] (which it derefs to) and the vault, ACL and
+/// cursor codec the page functions are given.
 struct Fixture {
-    _dir: tempfile::TempDir,
+    temp: TempVault,
     vault: Vault,
     acl: Acl,
     codec: CursorCodec,
-    clock: ManualClock,
+}
+
+impl Deref for Fixture {
+    type Target = TempVault;
+
+    fn deref(&self) -> &TempVault {
+        &self.temp
+    }
 }
 
 impl Fixture {
     fn new(files: &[(&str, &str)]) -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path().join("vault");
-        fs::create_dir_all(&root).unwrap();
-        let clock = ManualClock::new(1_800_000_000_000);
-        let vault = Vault::open(
-            "main",
-            &root,
-            dir.path().join("snapshots"),
-            Arc::new(clock.clone()),
-            Arc::new(SeededEntropy::new(7)),
-        )
-        .unwrap();
+        let temp = TempVault::at(1_800_000_000_000);
+        let vault = temp.open(temp.dir.path().join("snapshots"), 7);
         let codec = CursorCodec::new(&ServerSecret::ephemeral(&SeededEntropy::new(11)));
         let fixture = Fixture {
-            _dir: dir,
+            temp,
             vault,
             acl: Acl::unrestricted(),
             codec,
-            clock,
         };
         for (path, content) in files {
             fixture.put(path, content);
@@ -59,16 +60,6 @@ impl Fixture {
 
     fn root(&self) -> &Path {
         self.vault.root().path()
-    }
-
-    fn put(&self, path: &str, content: &str) {
-        let location = self.root().join(path);
-        fs::create_dir_all(location.parent().unwrap()).unwrap();
-        fs::write(location, content).unwrap();
-    }
-
-    fn remove(&self, path: &str) {
-        fs::remove_file(self.root().join(path)).unwrap();
     }
 
     fn ctx(&self, cap: usize) -> PagingContext<'_> {

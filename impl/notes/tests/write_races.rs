@@ -7,6 +7,8 @@
 //! test that acts only when `TC_NOTES_RACE_DIR` is set), each child building its own
 //! pipeline and its own `Vault` over the shared folder, as a second `obsidian-tc serve` would.
 
+mod tools_support;
+
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
@@ -15,16 +17,12 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
 use tc_gate::clock::{OsEntropy, SystemClock};
-use tc_gate::cursor::CursorCodec;
-use tc_gate::keys::{KeyPurpose, ServerSecret};
+use tc_gate::keys::ServerSecret;
 use tc_gate::{Gate, GateConfig, NonTokenRoute, Store};
-use tc_tools::{
-    Approval, CallControl, CallerContext, PageLimits, PagingSetup, Pipeline, ToolError,
-    VaultBinding,
-};
+use tc_tools::{Approval, CallControl, CallerContext, Pipeline, ToolError};
 use tc_vault::acl::Scopes;
 use tc_vault::vault::{Vault, content_hash, snapshot_dir_for};
-use tc_vault::{WikiSealer, seal_dir_for};
+use tools_support::{TempVault, binding, pipeline};
 
 const NOTE: &str = "race.md";
 const CHILD_DIR: &str = "TC_NOTES_RACE_DIR";
@@ -52,26 +50,18 @@ impl Server {
             Arc::new(OsEntropy),
         )
         .unwrap();
-        let sealer = WikiSealer::new(
-            &secret.derive(KeyPurpose::WikiSeal),
-            seal_dir_for(&cache, "main").unwrap(),
-        );
-        let binding = VaultBinding::from_config(vault, None, &[], sealer).unwrap();
         let gate = Gate::new(
             Store::open_in_memory().unwrap(),
             Arc::new(SystemClock),
             Arc::new(OsEntropy),
             GateConfig::default(),
         );
-        let pipeline = Pipeline::new(
+        let pipeline = pipeline(
             tc_notes::registry().unwrap(),
-            [binding],
+            binding(vault, &cache, &secret, None, &[]),
             gate,
             Arc::new(SystemClock),
-            PagingSetup {
-                codec: CursorCodec::new(&secret),
-                limits: PageLimits::new(64 * 1024),
-            },
+            &secret,
         );
         Server { pipeline }
     }
@@ -118,10 +108,9 @@ impl Server {
 }
 
 fn new_vault_dir() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(dir.path().join("vault")).unwrap();
-    std::fs::write(dir.path().join("vault").join(NOTE), "start\n").unwrap();
-    dir
+    let temp = TempVault::new();
+    temp.put(NOTE, "start\n");
+    temp.dir
 }
 
 fn note_text(dir: &Path) -> String {

@@ -25,6 +25,8 @@ pub mod note;
 pub mod path;
 pub mod rewrite;
 pub mod tasks;
+#[cfg(test)]
+pub(crate) mod test_support;
 pub mod vault;
 pub mod walk;
 pub mod wiki;

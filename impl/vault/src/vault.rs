@@ -591,46 +591,8 @@ fn canonical_prefix(location: &Path) -> io::Result<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_support::{TempVault, names_in, p};
     use tc_gate::clock::{ManualClock, SeededEntropy};
-
-    pub(super) struct Fixture {
-        pub(super) _dir: tempfile::TempDir,
-        pub(super) vault: Vault,
-        pub(super) clock: ManualClock,
-    }
-
-    pub(super) fn fixture() -> Fixture {
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path().join("vault");
-        fs::create_dir_all(&root).unwrap();
-        let clock = ManualClock::new(1_800_000_000_000);
-        let vault = Vault::open(
-            "main",
-            &root,
-            dir.path().join("cache/snapshots/main"),
-            Arc::new(clock.clone()),
-            Arc::new(SeededEntropy::new(7)),
-        )
-        .unwrap();
-        Fixture {
-            _dir: dir,
-            vault,
-            clock,
-        }
-    }
-
-    pub(super) fn p(s: &str) -> VaultPath {
-        VaultPath::parse(s).unwrap()
-    }
-
-    pub(super) fn names_in(dir: &Path) -> Vec<String> {
-        let mut names: Vec<String> = fs::read_dir(dir)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
-        names.sort();
-        names
-    }
 
     // r[verify vault.content-hash]
     #[test]
@@ -643,7 +605,7 @@ mod tests {
 
     #[test]
     fn write_read_stat_round_trip() {
-        let f = fixture();
+        let f = TempVault::new();
         let out = f
             .vault
             .write(&p("a/b/c.md"), b"hello", &Precondition::None)
@@ -665,7 +627,7 @@ mod tests {
 
     #[test]
     fn missing_notes_and_folders_are_note_not_found() {
-        let f = fixture();
+        let f = TempVault::new();
         assert_eq!(
             f.vault.read(&p("nope.md")).unwrap_err().code(),
             "note_not_found"
@@ -701,7 +663,7 @@ mod tests {
 
     #[test]
     fn read_limited_refuses_before_reading() {
-        let f = fixture();
+        let f = TempVault::new();
         f.vault
             .write(&p("big.md"), &[b'x'; 100], &Precondition::None)
             .unwrap();
@@ -725,7 +687,7 @@ mod tests {
     // r[verify results.concurrent-modification]
     #[test]
     fn preconditions() {
-        let f = fixture();
+        let f = TempVault::new();
         let path = p("n.md");
         assert_eq!(
             f.vault
@@ -767,7 +729,7 @@ mod tests {
 
     #[test]
     fn create_only_has_one_winner_under_races() {
-        let f = fixture();
+        let f = TempVault::new();
         let path = p("race.md");
         let winners = std::thread::scope(|s| {
             let handles: Vec<_> = (0..8u8)
@@ -791,7 +753,7 @@ mod tests {
 
     #[test]
     fn rename_and_copy() {
-        let f = fixture();
+        let f = TempVault::new();
         f.vault
             .write(&p("a.md"), b"A", &Precondition::None)
             .unwrap();
@@ -841,7 +803,7 @@ mod tests {
     // r[verify vault.write.atomic]
     #[test]
     fn readers_never_see_a_torn_write() {
-        let f = fixture();
+        let f = TempVault::new();
         let path = p("torn.md");
         let old = vec![b'a'; 256 * 1024];
         let new = vec![b'b'; 256 * 1024 + 7];
@@ -889,8 +851,8 @@ mod tests {
     #[cfg(unix)]
     #[test]
     fn writes_replace_a_final_link_instead_of_following_it() {
-        let f = fixture();
-        let outside = f._dir.path().join("outside.md");
+        let f = TempVault::new();
+        let outside = f.dir.path().join("outside.md");
         fs::write(&outside, "keep").unwrap();
         let link = f.vault.root().path().join("link.md");
         std::os::unix::fs::symlink(&outside, &link).unwrap();
@@ -924,7 +886,7 @@ mod tests {
     #[test]
     fn overwrite_keeps_the_mode() {
         use std::os::unix::fs::PermissionsExt;
-        let f = fixture();
+        let f = TempVault::new();
         f.vault
             .write(&p("m.md"), b"x", &Precondition::None)
             .unwrap();

@@ -558,38 +558,13 @@ enum Outcome {
 mod tests {
     use super::*;
     use crate::acl::{AclConfig, ScopeRuleConfig};
+    use crate::test_support::TempVault;
     use crate::vault::Precondition;
     use proptest::prelude::*;
-    use std::sync::Arc;
-    use tc_gate::clock::{ManualClock, SeededEntropy};
 
-    struct Fixture {
-        _dir: tempfile::TempDir,
-        vault: Vault,
-    }
-
-    fn fixture(files: &[(&str, &str)]) -> Fixture {
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path().join("vault");
-        fs::create_dir_all(&root).unwrap();
-        let vault = Vault::open(
-            "main",
-            &root,
-            dir.path().join("snapshots"),
-            Arc::new(ManualClock::new(0)),
-            Arc::new(SeededEntropy::new(3)),
-        )
-        .unwrap();
-        for (path, content) in files {
-            put(&vault, path, content);
-        }
-        Fixture { _dir: dir, vault }
-    }
-
-    fn put(vault: &Vault, path: &str, content: &str) {
-        let location = vault.root().path().join(path);
-        fs::create_dir_all(location.parent().unwrap()).unwrap();
-        fs::write(location, content).unwrap();
+    /// A vault "main" holding `files`.
+    fn fixture(files: &[(&str, &str)]) -> TempVault {
+        TempVault::open("main", "snapshots", 0, 3).with_files(files)
     }
 
     fn walk_all(
@@ -705,14 +680,7 @@ mod tests {
         }
         let f = fixture(&files);
         let after = VaultPath::parse("d48/n.md").unwrap();
-        let mut walk = Walk::new(
-            f.vault.root(),
-            &FolderPath::root(),
-            true,
-            WalkFilter::Notes,
-            Some(&after),
-        )
-        .unwrap();
+        let mut walk = notes_walk(&f.vault, Some(&after));
         assert_eq!(walk.next().unwrap().unwrap().as_str(), "d49/n.md");
         assert!(walk.next().is_none());
         // The root, d48 (the resume point's own folder) and d49: not the 48 folders before.
@@ -724,7 +692,7 @@ mod tests {
     fn links_to_files_inside_are_walked_and_others_are_not() {
         let f = fixture(&[("real.md", "r"), ("dir/x.md", "x")]);
         let root = f.vault.root().path();
-        let outside = f._dir.path().join("outside.md");
+        let outside = f.dir.path().join("outside.md");
         fs::write(&outside, "o").unwrap();
         std::os::unix::fs::symlink(root.join("real.md"), root.join("alias.md")).unwrap();
         std::os::unix::fs::symlink(&outside, root.join("escape.md")).unwrap();
@@ -734,6 +702,18 @@ mod tests {
             walk_all(&f.vault, "", true, WalkFilter::Notes, None),
             ["alias.md", "dir/x.md", "real.md"]
         );
+    }
+
+    /// A recursive walk of every note of the vault, after `after` (if given).
+    fn notes_walk<'a>(vault: &'a Vault, after: Option<&VaultPath>) -> Walk<'a> {
+        Walk::new(
+            vault.root(),
+            &FolderPath::root(),
+            true,
+            WalkFilter::Notes,
+            after,
+        )
+        .unwrap()
     }
 
     fn read_request<'a>(
@@ -763,14 +743,7 @@ mod tests {
         let mut pages = Vec::new();
         let mut after: Option<VaultPath> = None;
         loop {
-            let walk = Walk::new(
-                vault.root(),
-                &FolderPath::root(),
-                true,
-                WalkFilter::Notes,
-                after.as_ref(),
-            )
-            .unwrap();
+            let walk = notes_walk(vault, after.as_ref());
             let request = read_request(vault, acl, scopes, budget, DeniedPolicy::Omit);
             let page = fill_page(&request, walk_candidates(walk), &mut NoteEntryEncoder);
             let json: Value = serde_json::from_slice(&page.write_json("main", Some("c"))).unwrap();
@@ -796,14 +769,7 @@ mod tests {
         let f = fixture(&[("n.md", "---\nstatus: done\n---\nbody \"quoted\"\n")]);
         let acl = Acl::unrestricted();
         let scopes = Scopes::all();
-        let walk = Walk::new(
-            f.vault.root(),
-            &FolderPath::root(),
-            true,
-            WalkFilter::Notes,
-            None,
-        )
-        .unwrap();
+        let walk = notes_walk(&f.vault, None);
         let page = fill_page(
             &read_request(&f.vault, &acl, &scopes, 10_000, DeniedPolicy::Omit),
             walk_candidates(walk),
@@ -929,14 +895,7 @@ mod tests {
         // A path revoked between pages is not served on the next page.
         let open = Acl::unrestricted();
         let request = read_request(&f.vault, &open, &plain, 10_000, DeniedPolicy::Omit);
-        let walk = Walk::new(
-            f.vault.root(),
-            &FolderPath::root(),
-            true,
-            WalkFilter::Notes,
-            None,
-        )
-        .unwrap();
+        let walk = notes_walk(&f.vault, None);
         let first = fill_page(
             &PageRequest {
                 budget: 300,
@@ -947,14 +906,7 @@ mod tests {
         );
         assert_eq!(first.last_path.as_deref(), Some("a.md"));
         let after = VaultPath::parse("a.md").unwrap();
-        let walk = Walk::new(
-            f.vault.root(),
-            &FolderPath::root(),
-            true,
-            WalkFilter::Notes,
-            Some(&after),
-        )
-        .unwrap();
+        let walk = notes_walk(&f.vault, Some(&after));
         let second = fill_page(
             &read_request(&f.vault, &acl, &plain, 10_000, DeniedPolicy::Omit),
             walk_candidates(walk),
@@ -979,14 +931,7 @@ mod tests {
         // Two entries and the comma between them (counted twice, as sent).
         let budget = 2 * one + 2;
         let page_at = |after: Option<&VaultPath>| {
-            let walk = Walk::new(
-                f.vault.root(),
-                &FolderPath::root(),
-                true,
-                WalkFilter::Notes,
-                after,
-            )
-            .unwrap();
+            let walk = notes_walk(&f.vault, after);
             let page = fill_page(
                 &read_request(&f.vault, &acl, &scopes, budget, DeniedPolicy::Omit),
                 walk_candidates(walk),
@@ -1012,9 +957,9 @@ mod tests {
         );
         // Mid-walk: one note before the cursor, one after; one not-yet-emitted note removed;
         // the cursor's own note removed too.
-        put(&f.vault, "a.md", "a");
-        put(&f.vault, "c.md", "c");
-        put(&f.vault, "e.md", "e");
+        f.put("a.md", "a");
+        f.put("c.md", "c");
+        f.put("e.md", "e");
         f.vault.delete(&VaultPath::parse("f.md").unwrap()).unwrap();
         f.vault.delete(&VaultPath::parse("d.md").unwrap()).unwrap();
         let (second, cursor, done) = page_at(cursor.as_ref());
@@ -1063,14 +1008,7 @@ mod tests {
         let scopes = Scopes::all();
         let budget = 1000;
         let mut counting = Counting::default();
-        let walk = Walk::new(
-            f.vault.root(),
-            &FolderPath::root(),
-            true,
-            WalkFilter::Notes,
-            None,
-        )
-        .unwrap();
+        let walk = notes_walk(&f.vault, None);
         let page = fill_page(
             &read_request(&f.vault, &acl, &scopes, budget, DeniedPolicy::Omit),
             walk_candidates(walk),
@@ -1090,14 +1028,7 @@ mod tests {
         let f = fixture(&[("a.md", "aaaa"), ("b/c.md", "c")]);
         let acl = Acl::unrestricted();
         let scopes = Scopes::all();
-        let walk = Walk::new(
-            f.vault.root(),
-            &FolderPath::root(),
-            true,
-            WalkFilter::Notes,
-            None,
-        )
-        .unwrap();
+        let walk = notes_walk(&f.vault, None);
         let page = fill_page(
             &read_request(&f.vault, &acl, &scopes, 1000, DeniedPolicy::Omit),
             walk_candidates(walk),
@@ -1120,10 +1051,8 @@ mod tests {
             files in proptest::collection::btree_map("[ab]{1,2}(/[ab][ab.]?){0,2}", 0usize..400, 1..12),
             budget in 240usize..1_800,
         ) {
-            let dir = tempfile::tempdir().unwrap();
-            let root = dir.path().join("vault");
-            fs::create_dir_all(&root).unwrap();
-            let vault = Vault::open("v", &root, dir.path().join("s"), Arc::new(ManualClock::new(0)), Arc::new(SeededEntropy::new(1))).unwrap();
+            let temp = TempVault::open("v", "s", 0, 1);
+            let vault = &temp.vault;
             let mut written = Vec::new();
             for (stem, size) in &files {
                 let Ok(path) = VaultPath::parse(&format!("{stem}.md")) else { continue };
@@ -1137,14 +1066,14 @@ mod tests {
             let mut expected_too_large = Vec::new();
             for path in &written {
                 if vault.exists(path).unwrap() {
-                    let size = wire_cost(&NoteEntryEncoder.encode(&vault, path, usize::MAX).unwrap());
+                    let size = wire_cost(&NoteEntryEncoder.encode(vault, path, usize::MAX).unwrap());
                     if size <= budget { expected_fit.push(path.as_str().to_owned()) } else { expected_too_large.push(path.as_str().to_owned()) }
                 }
             }
             expected_fit.sort();
             expected_too_large.sort();
             let acl = Acl::unrestricted();
-            let pages = paginate(&vault, &acl, &Scopes::all(), budget);
+            let pages = paginate(vault, &acl, &Scopes::all(), budget);
             let emitted: Vec<String> = pages.iter().flat_map(|(n, _)| n.clone()).collect();
             prop_assert_eq!(emitted, expected_fit);
             let errors: Vec<String> = pages.iter().flat_map(|(_, e)| e.iter().map(|e| e["path"].as_str().unwrap().to_owned())).collect();

@@ -1,13 +1,16 @@
-//! Shared fixture of the tools tests: a temp vault, a gate on an in-memory store, a manual
-//! clock and seeded entropy, and the scenario steps every gated tool is put through.
+//! Shared fixture of the tc-notes tests: a temp vault folder ([`TempVault`]: a manual clock,
+//! a `Vault` opened with seeded entropy), the bindings and pipelines built over it, the gated
+//! tools' fixture ([`Fx`]: a gate on an in-memory store) and the scenario steps every gated
+//! tool is put through.
 #![allow(dead_code)]
 
 use std::fs;
-use std::path::PathBuf;
+use std::ops::Deref;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use tc_gate::clock::{ManualClock, SeededEntropy};
+use tc_gate::clock::{Clock, ManualClock, SeededEntropy};
 use tc_gate::cursor::CursorCodec;
 use tc_gate::keys::{KeyPurpose, ServerSecret};
 use tc_gate::{CallBinding, Gate, GateConfig, Store};
@@ -23,13 +26,108 @@ use tc_vault::{WikiSealer, seal_dir_for};
 /// 2026-11-30T12:00:00Z.
 pub const NOW_MS: i64 = 1_796_040_000_000;
 
-pub struct Fx {
+/// A temp folder holding a vault folder at `<dir>/vault` (and, for the servers built over
+/// it, their cache at `<dir>/cache`), with a manual clock.
+pub struct TempVault {
     pub dir: tempfile::TempDir,
     pub root: PathBuf,
     pub clock: ManualClock,
+}
+
+impl TempVault {
+    /// An empty vault folder, the clock at [`NOW_MS`].
+    pub fn new() -> Self {
+        TempVault::at(NOW_MS)
+    }
+
+    /// An empty vault folder, the clock at `now_ms`.
+    pub fn at(now_ms: i64) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("vault");
+        fs::create_dir_all(&root).unwrap();
+        TempVault {
+            dir,
+            root,
+            clock: ManualClock::new(now_ms),
+        }
+    }
+
+    /// The cache folder of the servers over this vault.
+    pub fn cache(&self) -> PathBuf {
+        self.dir.path().join("cache")
+    }
+
+    /// Vault "main" over the folder: the manual clock, entropy seeded with `seed`, its
+    /// snapshots in `snapshots`.
+    pub fn open(&self, snapshots: PathBuf, seed: u64) -> Vault {
+        Vault::open(
+            "main",
+            &self.root,
+            snapshots,
+            Arc::new(self.clock.clone()),
+            Arc::new(SeededEntropy::new(seed)),
+        )
+        .unwrap()
+    }
+
+    /// Writes `content` at `path` straight into the folder, making its folders.
+    pub fn put(&self, path: &str, content: &str) {
+        let full = self.root.join(path);
+        fs::create_dir_all(full.parent().unwrap()).unwrap();
+        fs::write(full, content).unwrap();
+    }
+
+    pub fn get(&self, path: &str) -> Option<String> {
+        fs::read_to_string(self.root.join(path)).ok()
+    }
+
+    pub fn remove(&self, path: &str) {
+        fs::remove_file(self.root.join(path)).unwrap();
+    }
+}
+
+/// `vault` bound as the server binds it: the ACL, the conventions and the wiki sealer (its
+/// seals under `cache`).
+pub fn binding(
+    vault: Vault,
+    cache: &Path,
+    secret: &ServerSecret,
+    acl: Option<&AclConfig>,
+    conventions: &[ConventionConfig],
+) -> VaultBinding {
+    let sealer = WikiSealer::new(
+        &secret.derive(KeyPurpose::WikiSeal),
+        seal_dir_for(cache, "main").unwrap(),
+    );
+    VaultBinding::from_config(vault, acl, conventions, sealer).unwrap()
+}
+
+/// A pipeline of `registry` over `binding`, paging at [`PAGE_CAP`].
+pub fn pipeline(
+    registry: Registry,
+    binding: VaultBinding,
+    gate: Gate,
+    clock: Arc<dyn Clock>,
+    secret: &ServerSecret,
+) -> Pipeline {
+    Pipeline::new(registry, [binding], gate, clock, paging(secret))
+}
+
+/// The gated tools' fixture: a [`TempVault`] (which it derefs to), a gate on an in-memory
+/// store and the standard registry's pipeline over vault "main".
+pub struct Fx {
+    temp: TempVault,
     pub gate: Gate,
     pub pipeline: Pipeline,
     secret: ServerSecret,
+}
+
+impl Deref for Fx {
+    type Target = TempVault;
+
+    fn deref(&self) -> &TempVault {
+        &self.temp
+    }
 }
 
 pub fn caller() -> CallerContext {
@@ -42,30 +140,17 @@ impl Fx {
     }
 
     pub fn with(acl: Option<AclConfig>, conventions: Vec<ConventionConfig>) -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path().join("vault");
-        fs::create_dir_all(&root).unwrap();
-        let clock = ManualClock::new(NOW_MS);
+        let temp = TempVault::new();
         let gate = Gate::new(
             Store::open_in_memory().unwrap(),
-            Arc::new(clock.clone()),
+            Arc::new(temp.clock.clone()),
             Arc::new(SeededEntropy::new(7)),
             GateConfig::default(),
         );
         let secret = ServerSecret::ephemeral(&SeededEntropy::new(11));
-        let pipeline = build_pipeline(
-            &dir,
-            &root,
-            &clock,
-            &gate,
-            &secret,
-            acl.as_ref(),
-            &conventions,
-        );
+        let pipeline = build_pipeline(&temp, &gate, &secret, acl.as_ref(), &conventions);
         Fx {
-            dir,
-            root,
-            clock,
+            temp,
             gate,
             pipeline,
             secret,
@@ -76,9 +161,7 @@ impl Fx {
     /// conventions (as a restarted server with an edited config would have).
     pub fn reconfigure(&mut self, acl: Option<AclConfig>, conventions: Vec<ConventionConfig>) {
         self.pipeline = build_pipeline(
-            &self.dir,
-            &self.root,
-            &self.clock,
+            &self.temp,
             &self.gate,
             &self.secret,
             acl.as_ref(),
@@ -88,20 +171,13 @@ impl Fx {
 
     /// Swaps the standard registry for `registry` (same vault and gate, no ACL).
     pub fn use_registry(&mut self, registry: Registry) {
-        let binding = build_binding(&self.dir, &self.root, &self.clock, &self.secret, None, &[]);
-        self.pipeline = Pipeline::new(
+        self.pipeline = pipeline(
             registry,
-            [binding],
+            build_binding(&self.temp, &self.secret, None, &[]),
             self.gate.clone(),
             Arc::new(self.clock.clone()),
-            paging(&self.secret),
+            &self.secret,
         );
-    }
-
-    pub fn put(&self, path: &str, content: &str) {
-        let full = self.root.join(path);
-        fs::create_dir_all(full.parent().unwrap()).unwrap();
-        fs::write(full, content).unwrap();
     }
 
     /// Writes a generated page and seals it, as an earlier commit_wiki_page would have.
@@ -109,7 +185,7 @@ impl Fx {
         self.put(path, content);
         let sealer = WikiSealer::new(
             &self.secret.derive(KeyPurpose::WikiSeal),
-            seal_dir_for(&self.dir.path().join("cache"), "main").unwrap(),
+            seal_dir_for(&self.cache(), "main").unwrap(),
         );
         sealer
             .store(
@@ -117,14 +193,6 @@ impl Fx {
                 content.as_bytes(),
             )
             .unwrap();
-    }
-
-    pub fn get(&self, path: &str) -> Option<String> {
-        fs::read_to_string(self.root.join(path)).ok()
-    }
-
-    pub fn remove(&self, path: &str) {
-        fs::remove_file(self.root.join(path)).unwrap();
     }
 
     /// Prepares and executes `args` the way the server does for a call that brings its own
@@ -188,45 +256,29 @@ impl Fx {
 }
 
 fn build_binding(
-    dir: &tempfile::TempDir,
-    root: &std::path::Path,
-    clock: &ManualClock,
+    temp: &TempVault,
     secret: &ServerSecret,
     acl: Option<&AclConfig>,
     conventions: &[ConventionConfig],
 ) -> VaultBinding {
-    let cache = dir.path().join("cache");
-    let vault = Vault::open(
-        "main",
-        root,
-        snapshot_dir_for(&cache, "main").unwrap(),
-        Arc::new(clock.clone()),
-        Arc::new(SeededEntropy::new(3)),
-    )
-    .unwrap();
-    let sealer = WikiSealer::new(
-        &secret.derive(KeyPurpose::WikiSeal),
-        seal_dir_for(&cache, "main").unwrap(),
-    );
-    VaultBinding::from_config(vault, acl, conventions, sealer).unwrap()
+    let cache = temp.cache();
+    let vault = temp.open(snapshot_dir_for(&cache, "main").unwrap(), 3);
+    binding(vault, &cache, secret, acl, conventions)
 }
 
 fn build_pipeline(
-    dir: &tempfile::TempDir,
-    root: &std::path::Path,
-    clock: &ManualClock,
+    temp: &TempVault,
     gate: &Gate,
     secret: &ServerSecret,
     acl: Option<&AclConfig>,
     conventions: &[ConventionConfig],
 ) -> Pipeline {
-    let binding = build_binding(dir, root, clock, secret, acl, conventions);
-    Pipeline::new(
+    pipeline(
         tc_notes::registry().unwrap(),
-        [binding],
+        build_binding(temp, secret, acl, conventions),
         gate.clone(),
-        Arc::new(clock.clone()),
-        paging(secret),
+        Arc::new(temp.clock.clone()),
+        secret,
     )
 }
 

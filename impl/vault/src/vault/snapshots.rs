@@ -278,13 +278,13 @@ fn write_synced(location: &Path, bytes: &[u8]) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::vault::tests::{fixture, names_in, p};
+    use crate::test_support::{TempVault, names_in, p};
 
     // r[verify vault.snapshot.delete]
     // r[verify vault.snapshot.restore]
     #[test]
     fn delete_snapshot_restore() {
-        let f = fixture();
+        let f = TempVault::new();
         let path = p("inbox/idea.md");
         f.vault.write(&path, b"first", &Precondition::None).unwrap();
         let s1 = f.vault.snapshot_and_delete(&path).unwrap();
@@ -320,7 +320,7 @@ mod tests {
     // r[verify vault.snapshot.permanent]
     #[test]
     fn permanent_delete_keeps_no_snapshot() {
-        let f = fixture();
+        let f = TempVault::new();
         let path = p("gone.md");
         f.vault.write(&path, b"bye", &Precondition::None).unwrap();
         f.vault.delete(&path).unwrap();
@@ -335,7 +335,7 @@ mod tests {
 
     #[test]
     fn snapshot_ids_are_judged() {
-        let f = fixture();
+        let f = TempVault::new();
         let path = p("x.md");
         assert_eq!(
             f.vault.restore(&path, None).unwrap_err().code(),
