@@ -69,6 +69,25 @@ impl ObsidianTc {
 }
 
 impl ServerHandler for ObsidianTc {
+    // r[impl dispatch.invalid-params]
+    /// A request rmcp could not type lands here: for a method rmcp does type, its params were
+    /// wrong (-32602, saying what is wrong); any other method is unknown (-32601). The same
+    /// on every transport.
+    async fn on_custom_request(
+        &self,
+        request: rmcp::model::CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CustomResult, ErrorData> {
+        match crate::stdio::params_refusal(&request.method, request.params.as_ref()) {
+            Some(refusal) => Err(refusal),
+            None => Err(ErrorData::new(
+                rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+                request.method,
+                None,
+            )),
+        }
+    }
+
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(
             ServerCapabilities::builder()

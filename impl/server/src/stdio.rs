@@ -224,16 +224,23 @@ fn invalid_params(message: &ClientJsonRpcMessage) -> Option<(RequestId, ErrorDat
     else {
         return None;
     };
-    let (_, check) = TYPED_REQUESTS.iter().find(|(typed, _)| typed == method)?;
+    Some((request.id.clone(), params_refusal(method, params.as_ref())?))
+}
+
+/// The invalid-params error for a request of a method rmcp types whose params did not fit
+/// that type (so rmcp handed it on as a `CustomRequest`); `None` for a method rmcp does not
+/// type, which is simply unknown. The HTTP handler answers with it too.
+pub(crate) fn params_refusal(method: &str, params: Option<&Value>) -> Option<ErrorData> {
+    let (_, check) = TYPED_REQUESTS.iter().find(|(typed, _)| *typed == method)?;
     let why = check(serde_json::json!({"method": method, "params": params}))
         .err()
         .map_or_else(
             || "they do not match the method's schema".to_owned(),
             |e| e.to_string(),
         );
-    Some((
-        request.id.clone(),
-        ErrorData::invalid_params(format!("Invalid params for {method}: {why}"), None),
+    Some(ErrorData::invalid_params(
+        format!("Invalid params for {method}: {why}"),
+        None,
     ))
 }
 

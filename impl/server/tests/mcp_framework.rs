@@ -245,3 +245,39 @@ async fn the_running_server_sweeps_what_has_expired() {
     assert_eq!(report.events, 1);
     assert!(h.core.gate().events(0, 10).unwrap().is_empty());
 }
+
+// r[verify dispatch.invalid-params]
+#[tokio::test]
+async fn wrong_param_types_are_invalid_params_and_unknown_methods_are_not_found() {
+    use rmcp::model::{ClientRequest, CustomRequest};
+    let h = Harness::new();
+    let client = connect(h.core.clone(), legacy(Reply::Approve)).await;
+    let code_of = |outcome: Result<rmcp::model::ServerResult, rmcp::ServiceError>| match outcome {
+        Err(rmcp::ServiceError::McpError(error)) => error.code.0,
+        other => panic!("expected a JSON-RPC error, got {other:?}"),
+    };
+    // What the HTTP transport hands the handler as it came: tools/call whose params rmcp
+    // could not type.
+    for params in [
+        json!({"name": "read_notes", "arguments": 5}),
+        json!({"name": 7}),
+    ] {
+        let outcome = client
+            .send_request(ClientRequest::CustomRequest(CustomRequest::new(
+                "tools/call",
+                Some(params),
+            )))
+            .await;
+        assert_eq!(code_of(outcome), -32602);
+    }
+    let outcome = client
+        .send_request(ClientRequest::CustomRequest(CustomRequest::new(
+            "no/such-method",
+            None,
+        )))
+        .await;
+    assert_eq!(code_of(outcome), -32601);
+    // The session goes on.
+    let listed = client.list_all_tools().await.unwrap();
+    assert!(!listed.is_empty());
+}

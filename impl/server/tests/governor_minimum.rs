@@ -1,0 +1,87 @@
+//! `governor.maxResponseBytes` at its documented minimum: `read_notes` pages a vault with a
+//! 4,096-byte path, long walked paths and a note over the cap without ever answering
+//! `overflow` (spec `config.governor.minimum`, `paging.read-notes.no-overflow`).
+
+mod mcp_support;
+
+use mcp_support::{Harness, call, connect, legacy, Reply, success};
+use serde_json::{Value, json};
+use tc_server::config::{Config, MIN_MAX_RESPONSE_BYTES};
+
+/// A note path of exactly `len` bytes made of `fill` (a character JSON escapes, so the page
+/// costs the most), in segments of at most 255 bytes.
+fn long_path(len: usize, fill: char) -> String {
+    let mut path = String::new();
+    while path.len() + 3 < len {
+        let left = len - 3 - path.len();
+        if !path.is_empty() && path.len() % 256 == 255 {
+            path.push('/');
+            continue;
+        }
+        let _ = left;
+        path.push(fill);
+    }
+    path.push_str(".md");
+    assert_eq!(path.len(), len);
+    path
+}
+
+/// Every page of `arguments`, asserting none is a failure and each fits the cap as sent.
+async fn walk(h: &Harness, cap: u64, arguments: Value) -> (usize, usize) {
+    let client = connect(h.core.clone(), legacy(Reply::Approve)).await;
+    let mut cursor: Option<String> = None;
+    let (mut notes, mut errors) = (0, 0);
+    for _ in 0..10_000 {
+        let mut args = arguments.clone();
+        if let Some(c) = &cursor {
+            args["cursor"] = json!(c);
+        }
+        let result = call(&client, "read_notes", args).await;
+        let sent = serde_json::to_string(&json!({
+            "jsonrpc": "2.0",
+            "id": 1_000_000,
+            "result": result,
+        }))
+        .unwrap();
+        assert!(sent.len() as u64 <= cap, "a page of {} bytes as sent", sent.len());
+        let page = success(&result);
+        notes += page["notes"].as_array().unwrap().len();
+        errors += page["errors"].as_array().unwrap().len();
+        match page["next_cursor"].as_str() {
+            Some(next) => cursor = Some(next.to_owned()),
+            None => return (notes, errors),
+        }
+    }
+    panic!("the walk did not end");
+}
+
+// r[verify config.governor.minimum]
+// r[verify paging.read-notes.no-overflow]
+#[tokio::test]
+async fn at_the_minimum_cap_read_notes_never_overflows() {
+    let cap = MIN_MAX_RESPONSE_BYTES;
+    let h = Harness::with(|c: &mut Config| c.governor.max_response_bytes = cap);
+    // Explicit paths of the longest accepted length, made of quotes, none of them present:
+    // each is an `errors` entry that names the path in `path`, `message` and `details`.
+    let quotes = long_path(4096, '"');
+    let mixed = long_path(4096, 'é');
+    let (notes, errors) = walk(
+        &h,
+        cap,
+        json!({"paths": [quotes, mixed, quotes.clone() + "x"]}),
+    )
+    .await;
+    assert_eq!((notes, errors), (0, 3));
+    // A folder walk: a deep note of quote-filled segments (as deep as the file system lets a
+    // temp dir hold), a note over the cap, and a few ordinary notes.
+    let depth = 4000 - h.vault.as_os_str().len();
+    let deep = format!("w/{}", long_path(depth - 2, '"'));
+    h.write(&deep, "deep \"note\"\n");
+    h.write("w/big.md", &"\"\\\n".repeat(cap as usize));
+    for i in 0..5 {
+        h.write(&format!("w/n{i}.md"), &"say \"hi\"\n".repeat(100));
+    }
+    let (notes, errors) = walk(&h, cap, json!({"folder": "w"})).await;
+    assert_eq!((notes, errors), (6, 1));
+    assert_eq!(h.core.governor().truncations(), 0);
+}
