@@ -1,5 +1,5 @@
 //! The system under test: tc-gate driven by the model's [`Action`]s, answering with the model's
-//! [`Outcome`]s so the two can be compared (issue 3 item 11; DESIGN.md §3; the clauses of
+//! [`Outcome`]s so the two can be compared (DESIGN.md §3; the clauses of
 //! spec/gate.md, release.md, drift.md, state.md and trips.md that tc-model's refusals name).
 //!
 //! [`Sut`] plays the server around the gate: it keeps the vault's notes (their versions), a

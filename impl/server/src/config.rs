@@ -25,6 +25,8 @@ use tc_vault::conventions::{ConventionConfig, Conventions};
 pub const DEFAULT_ELICIT_TTL_SECONDS: i64 = tc_gate::GateConfig::DEFAULT_TTL_SECONDS;
 /// The default cap on one tool response, in bytes.
 pub const DEFAULT_MAX_RESPONSE_BYTES: u64 = tc_gate::governor::DEFAULT_MAX_RESPONSE_BYTES as u64;
+/// The smallest `governor.maxResponseBytes` accepted (spec `config.governor.minimum`).
+pub const MIN_MAX_RESPONSE_BYTES: u64 = 16_384;
 /// The folder under `$XDG_CACHE_HOME` or `~/.cache` that holds the default cache directory.
 pub const CACHE_DIR_NAME: &str = "obsidian-tc";
 /// HS256 keys shorter than the hash output weaken the MAC (RFC 7518 §3.2 asks for ≥ 256 bits).

@@ -12,14 +12,19 @@ use tc_server::config::{Config, MIN_MAX_RESPONSE_BYTES};
 /// costs the most), in segments of at most 255 bytes.
 fn long_path(len: usize, fill: char) -> String {
     let mut path = String::new();
-    while path.len() + 3 < len {
-        let left = len - 3 - path.len();
-        if !path.is_empty() && path.len() % 256 == 255 {
+    let mut segment = 0;
+    while path.len() < len - 3 {
+        let need = len - 3 - path.len();
+        if segment + fill.len_utf8() + 3 > 255 && need > 1 {
             path.push('/');
-            continue;
+            segment = 0;
+        } else if fill.len_utf8() <= need {
+            path.push(fill);
+            segment += fill.len_utf8();
+        } else {
+            path.push('a');
+            segment += 1;
         }
-        let _ = left;
-        path.push(fill);
     }
     path.push_str(".md");
     assert_eq!(path.len(), len);
