@@ -669,3 +669,67 @@ fn a_cancellation_reaches_the_pipeline_and_the_handler_through_one_flag() {
         .unwrap();
     assert_eq!(out.to_value()["cancelled"], true);
 }
+
+// r[verify tools.summary.others]
+#[test]
+fn restore_task_rewrite_and_prune_summaries_say_what_they_change() {
+    let fx = Fx::new();
+    fx.put("gone.md", "twelve bytes");
+    let token = fx.require("delete_note", &json!({"path": "gone.md"}));
+    fx.call(
+        "delete_note",
+        with_token(&json!({"path": "gone.md"}), &token),
+    )
+    .unwrap();
+    let restore = raised_summary(&fx, "restore_note", &json!({"path": "gone.md"}));
+    assert!(
+        restore.contains("restore gone.md from snapshot "),
+        "{restore}"
+    );
+    assert!(restore.contains("(12 bytes)"), "{restore}");
+
+    fx.put("t.md", "- [x] ship it ✅ 2026-10-01\n");
+    let task = raised_summary(
+        &fx,
+        "update_task",
+        &json!({"path": "t.md", "line": 1, "status": "todo"}),
+    );
+    assert!(
+        task.contains("reopen a task of t.md (line 1) that was marked done on 2026-10-01"),
+        "{task}"
+    );
+    assert!(
+        task.contains("before: - [x] ship it ✅ 2026-10-01"),
+        "{task}"
+    );
+    assert!(task.contains("after:  - [ ] ship it"), "{task}");
+
+    fx.put("target.md", "T\n");
+    fx.put("a.md", "[[target]] and ![[target]]\n");
+    let rewrite = raised_summary(
+        &fx,
+        "rewrite_link",
+        &json!({"from_target": "target", "to_target": "renamed", "dry_run": false}),
+    );
+    assert!(
+        rewrite.contains("rewrite links to target so they point at renamed"),
+        "{rewrite}"
+    );
+    assert!(rewrite.contains("2 link(s) in 1 note(s)"), "{rewrite}");
+    assert!(rewrite.contains("target: a.md (2 link(s))"), "{rewrite}");
+
+    fx.put("hub.md", "- [[a]]\n- [[nowhere]]\n- [[missing too]]\n");
+    let prune = raised_summary(
+        &fx,
+        "prune_hub_links",
+        &json!({"path": "hub.md", "dry_run": false}),
+    );
+    assert!(
+        prune.contains("remove 2 dead link(s) from hub.md"),
+        "{prune}"
+    );
+    assert!(
+        prune.contains("- [[nowhere]]") && prune.contains("- [[missing too]]"),
+        "{prune}"
+    );
+}
