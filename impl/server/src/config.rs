@@ -25,8 +25,16 @@ use tc_vault::conventions::{ConventionConfig, Conventions};
 pub const DEFAULT_ELICIT_TTL_SECONDS: i64 = tc_gate::GateConfig::DEFAULT_TTL_SECONDS;
 /// The default cap on one tool response, in bytes.
 pub const DEFAULT_MAX_RESPONSE_BYTES: u64 = tc_gate::governor::DEFAULT_MAX_RESPONSE_BYTES as u64;
-/// The smallest `governor.maxResponseBytes` accepted (spec `config.governor.minimum`).
-pub const MIN_MAX_RESPONSE_BYTES: u64 = 16_384;
+/// The smallest `governor.maxResponseBytes` accepted (spec `config.governor.minimum`): 128 KiB.
+///
+/// `read_notes` pages instead of overflowing, but a page's first entry is emitted even when
+/// it alone is over the budget, so the cap must hold the largest single entry as sent. That
+/// is an `errors` entry for a 4,096-byte path of characters JSON escapes (`"`), which names
+/// the path three times (`path`, the message's quoted path, `details.path`), each doubled by
+/// the JSON escape and doubled again by the text copy, plus the envelope, a cursor for that
+/// path and the 256-byte frame: 99,002 bytes as sent, measured by
+/// `tests/governor_minimum.rs`; 131,072 leaves a margin over it.
+pub const MIN_MAX_RESPONSE_BYTES: u64 = 131_072;
 /// The folder under `$XDG_CACHE_HOME` or `~/.cache` that holds the default cache directory.
 pub const CACHE_DIR_NAME: &str = "obsidian-tc";
 /// HS256 keys shorter than the hash output weaken the MAC (RFC 7518 §3.2 asks for ≥ 256 bits).
@@ -345,6 +353,17 @@ impl Config {
             return Err(ConfigError::invalid(
                 "governor.maxResponseBytes",
                 "must be a positive number of bytes, not 0",
+            ));
+        }
+        // r[impl config.governor.minimum]
+        if self.governor.max_response_bytes < MIN_MAX_RESPONSE_BYTES {
+            return Err(ConfigError::invalid(
+                "governor.maxResponseBytes",
+                format!(
+                    "must be at least {MIN_MAX_RESPONSE_BYTES} bytes, not {}, so that a \
+                     read_notes page holding one entry for a 4,096-byte path fits as sent",
+                    self.governor.max_response_bytes
+                ),
             ));
         }
         self.validate_auth()?;

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use tc_server::config::{
     AuthMode, CacheEnv, Config, ConfigError, DEFAULT_ELICIT_TTL_SECONDS,
-    DEFAULT_MAX_RESPONSE_BYTES, JwksLocation, slugify,
+    DEFAULT_MAX_RESPONSE_BYTES, JwksLocation, MIN_MAX_RESPONSE_BYTES, slugify,
 };
 use tempfile::TempDir;
 
@@ -64,7 +64,7 @@ cacheDir = "cache"
 elicitTtlSeconds = 120
 legacyElicitationShim = true
 [governor]
-maxResponseBytes = 4096
+maxResponseBytes = 200000
 [auth]
 mode = "jwt"
 jwtSecret = "0123456789abcdef0123456789abcdef"
@@ -78,7 +78,7 @@ issuer = "https://issuer.example"
     assert_eq!(config.cache_dir, Some(dir.path().join("cache")));
     assert_eq!(config.elicit_ttl_seconds, 120);
     assert!(config.legacy_elicitation_shim);
-    assert_eq!(config.governor.max_response_bytes, 4096);
+    assert_eq!(config.governor.max_response_bytes, 200_000);
     assert_eq!(config.auth.mode, AuthMode::Jwt);
     assert_eq!(
         config.auth.jwt_secret.as_deref(),
@@ -206,6 +206,37 @@ fn a_zero_response_cap_is_refused() {
     let dir = workspace();
     let error = parse_in(dir.path(), "[governor]\nmaxResponseBytes = 0\n").expect_err("zero");
     assert_eq!(error.key(), Some("governor.maxResponseBytes"));
+}
+
+// r[verify config.governor.minimum]
+#[test]
+fn a_response_cap_below_the_minimum_is_refused() {
+    let dir = workspace();
+    for cap in [1, 2500, 16_384, MIN_MAX_RESPONSE_BYTES - 1] {
+        let error = parse_in(
+            dir.path(),
+            &format!("[governor]\nmaxResponseBytes = {cap}\n"),
+        )
+        .expect_err("below the minimum");
+        assert_eq!(error.key(), Some("governor.maxResponseBytes"), "{error}");
+        assert!(
+            error
+                .to_string()
+                .contains(&MIN_MAX_RESPONSE_BYTES.to_string()),
+            "{error}"
+        );
+    }
+    let at = parse_in(
+        dir.path(),
+        &format!("[governor]\nmaxResponseBytes = {MIN_MAX_RESPONSE_BYTES}\n"),
+    )
+    .expect("the minimum itself is accepted");
+    assert_eq!(at.governor.max_response_bytes, MIN_MAX_RESPONSE_BYTES);
+    // The CLI's path, a config file on disk, refuses it too.
+    let file = dir.path().join("small.toml");
+    std::fs::write(&file, "[governor]\nmaxResponseBytes = 4096\n").unwrap();
+    let error = Config::load(&file).expect_err("load refuses");
+    assert_eq!(error.key(), Some("governor.maxResponseBytes"), "{error}");
 }
 
 // r[verify config.auth.complete]
