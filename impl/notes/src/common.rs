@@ -117,6 +117,11 @@ pub(crate) fn guard_for(current: Option<&NoteContent>) -> Precondition {
     }
 }
 
+// r[impl results.bounded-mutations]
+/// The most paths a result of a tool that changes notes lists (the counts say how many in
+/// all), so such a result always fits the smallest cap the config accepts.
+pub(crate) const LISTED_PATHS: usize = 100;
+
 /// A size in bytes for a summary line.
 pub(crate) fn bytes(n: usize) -> String {
     format!("{n} bytes")

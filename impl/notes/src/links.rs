@@ -71,7 +71,10 @@ pub struct TouchedLinks {
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct RewriteLinkOutput {
     pub dry_run: bool,
+    /// The first notes touched (at most 100; `notes_count` has them all).
     pub notes: Vec<TouchedLinks>,
+    /// How many notes the rewrite touches.
+    pub notes_count: usize,
     /// How many links are (or would be) rewritten in all.
     pub links: usize,
     pub applied: bool,
@@ -227,9 +230,11 @@ impl Tool for RewriteLink {
     ) -> Result<RewriteLinkOutput, HandlerFailure> {
         let plan =
             plan_of(&state.payload).ok_or_else(|| ToolError::internal("planning the rewrite"))?;
+        let notes_count = plan.notes.len();
         let notes: Vec<TouchedLinks> = plan
             .notes
             .iter()
+            .take(crate::common::LISTED_PATHS)
             .map(|n| TouchedLinks {
                 path: n.path.as_str().to_owned(),
                 links: n.links,
@@ -240,6 +245,7 @@ impl Tool for RewriteLink {
             return Ok(RewriteLinkOutput {
                 dry_run: true,
                 notes,
+                notes_count,
                 links: plan.links(),
                 applied: false,
             });
@@ -267,6 +273,7 @@ impl Tool for RewriteLink {
             Ok(_) => Ok(RewriteLinkOutput {
                 dry_run: false,
                 notes,
+                notes_count,
                 links: plan.links(),
                 applied: true,
             }),
@@ -303,8 +310,11 @@ pub struct PruneHubLinksArgs {
 pub struct PruneHubLinksOutput {
     pub path: String,
     pub dry_run: bool,
-    /// The targets of the links that resolve to no note.
+    /// The targets of the first links that resolve to no note (at most 100;
+    /// `removed_count` has them all).
     pub removed: Vec<String>,
+    /// How many links resolve to no note.
+    pub removed_count: usize,
     pub applied: bool,
     pub content_hash: String,
 }
@@ -455,12 +465,15 @@ impl Tool for PruneHubLinks {
             })
             .into());
         }
-        let (new, removed) = prune(cx, &hub_text(&path, &current)?)?;
+        let (new, mut removed) = prune(cx, &hub_text(&path, &current)?)?;
+        let removed_count = removed.len();
+        removed.truncate(crate::common::LISTED_PATHS);
         if args.dry_run || removed.is_empty() {
             return Ok(PruneHubLinksOutput {
                 path: path.as_str().to_owned(),
                 dry_run: args.dry_run,
                 removed,
+                removed_count,
                 applied: false,
                 content_hash: current.hash,
             });
@@ -474,6 +487,7 @@ impl Tool for PruneHubLinks {
             path: path.as_str().to_owned(),
             dry_run: false,
             removed,
+            removed_count,
             applied: true,
             content_hash: outcome.hash,
         })

@@ -93,8 +93,12 @@ pub struct SkippedBacklink {
 /// What a move did to the links pointing at the moved note.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct BacklinkReport {
+    /// The first notes whose links were rewritten (at most 100; `notes_count` has them all).
     pub notes_updated: Vec<String>,
+    /// How many notes had their links rewritten.
+    pub notes_count: usize,
     pub links_updated: usize,
+    /// Notes that changed between the plan and the write and kept their old links.
     pub skipped: Vec<SkippedBacklink>,
 }
 
@@ -110,13 +114,20 @@ pub struct MoveNoteOutput {
 #[derive(Debug)]
 pub struct MoveNote;
 
+// r[impl tools.move-note.backlinks-declared]
+/// The backlinks a move rewrites, over every note the caller may read (a note it may not
+/// read is not revealed). Each of them is then declared for the folder ACL as a write, so a
+/// backlinking note the caller may not change refuses the move by name instead of being
+/// left with a broken link.
 fn backlink_plan(
     cx: &ToolCx<'_>,
     from: &VaultPath,
     to: &VaultPath,
 ) -> Result<RewritePlan, ToolError> {
     let resolver = build_resolver(cx.vault())?;
-    let include = |p: &VaultPath| cx.may_write(p) || p == from;
+    let acl = &cx.binding.acl;
+    let scopes = &cx.caller.scopes;
+    let include = |p: &VaultPath| acl.can_read(p, scopes) || p == from;
     let (plan, _) = plan_backlinks(cx.vault(), &resolver, from, to, &include)?;
     Ok(plan)
 }
@@ -180,9 +191,18 @@ impl Tool for MoveNote {
         };
         // r[impl tools.move-note.confirm]
         let needs_confirmation = from.parent() != to.parent() || target_exists;
+        let mut acl = vec![(AclOp::Write, from.clone()), (AclOp::Write, to)];
+        if let Some(plan) = &plan {
+            acl.extend(
+                plan.notes
+                    .iter()
+                    .filter(|n| n.path != from)
+                    .map(|n| (AclOp::Write, n.path.clone())),
+            );
+        }
         Ok(Precheck {
             needs_confirmation,
-            acl: vec![(AclOp::Write, from), (AclOp::Write, to)],
+            acl,
             payload: plan.map(|plan| Arc::new(plan) as _),
         })
     }
@@ -267,6 +287,7 @@ impl Tool for MoveNote {
         cx.vault().rename(&from, &to, target.is_some())?;
         let mut report = BacklinkReport {
             notes_updated: Vec::new(),
+            notes_count: 0,
             links_updated: 0,
             skipped: Vec::new(),
         };
@@ -278,7 +299,10 @@ impl Tool for MoveNote {
                     .write(&touched.path, touched.new_content.as_bytes(), &guard)
                 {
                     Ok(_) => {
-                        report.notes_updated.push(touched.path.as_str().to_owned());
+                        if report.notes_updated.len() < crate::common::LISTED_PATHS {
+                            report.notes_updated.push(touched.path.as_str().to_owned());
+                        }
+                        report.notes_count += 1;
                         report.links_updated += touched.links;
                     }
                     Err(e) => report.skipped.push(SkippedBacklink {

@@ -733,3 +733,57 @@ fn restore_task_rewrite_and_prune_summaries_say_what_they_change() {
         "{prune}"
     );
 }
+
+// r[verify tools.move-note.backlinks-declared]
+#[test]
+fn a_backlink_the_caller_may_not_change_refuses_the_move_by_name() {
+    let fx = Fx::with(
+        Some(tc_vault::acl::AclConfig {
+            write_paths: Some(vec!["inbox/**".into(), "projects/**".into()]),
+            ..tc_vault::acl::AclConfig::default()
+        }),
+        Vec::new(),
+    );
+    fx.put("inbox/a.md", "A\n");
+    fx.put("archive/links.md", "see [[a]]\n");
+    let args = json!({"from": "inbox/a.md", "to": "projects/a.md"});
+    let token = fx.require("move_note", &args);
+    let refusal = fx.call("move_note", with_token(&args, &token)).unwrap_err();
+    assert_eq!(refusal.code, ErrorCode::AclDenied, "{refusal}");
+    assert_eq!(
+        refusal.details.as_ref().unwrap()["path"],
+        "archive/links.md"
+    );
+    assert_eq!(refusal.details.as_ref().unwrap()["token_released"], true);
+    assert_eq!(
+        fx.get("inbox/a.md").as_deref(),
+        Some("A\n"),
+        "nothing moved"
+    );
+    assert_eq!(fx.get("archive/links.md").as_deref(), Some("see [[a]]\n"));
+    // Without the backlink update the same move needs no write there and goes through.
+    let args = json!({"from": "inbox/a.md", "to": "projects/a.md", "update_backlinks": false});
+    let token = fx.require("move_note", &args);
+    fx.call("move_note", with_token(&args, &token)).unwrap();
+    assert!(fx.get("projects/a.md").is_some());
+}
+
+// r[verify results.bounded-mutations]
+#[test]
+fn a_move_with_many_backlinks_reports_counts_and_the_first_hundred() {
+    let fx = Fx::new();
+    fx.put("a.md", "A\n");
+    for i in 0..150 {
+        fx.put(&format!("l/{i:03}.md"), "[[a]]\n");
+    }
+    let out = fx
+        .call("move_note", json!({"from": "a.md", "to": "b.md"}))
+        .unwrap();
+    assert_eq!(out["backlinks"]["notes_count"], 150);
+    assert_eq!(out["backlinks"]["links_updated"], 150);
+    assert_eq!(
+        out["backlinks"]["notes_updated"].as_array().unwrap().len(),
+        100
+    );
+    assert_eq!(fx.get("l/149.md").as_deref(), Some("[[b]]\n"));
+}

@@ -325,7 +325,23 @@ impl ServerCore {
                 CallToolResponse::InputRequired(result)
             }
             Step::Done(key, outcome) => {
-                let result = match outcome.and_then(|output| self.govern(key.as_ref(), output)) {
+                // r[impl results.applied]
+                // A result the governor refuses after a handler that can change notes ran
+                // says so: the change was made, only its report could not be sent.
+                let ran = outcome.is_ok()
+                    && self
+                        .registry()
+                        .get(tool)
+                        .is_some_and(|def| !def.annotations.read_only_hint);
+                let governed = outcome.and_then(|output| self.govern(key.as_ref(), output));
+                let governed = governed.map_err(|error| {
+                    if ran && error.code == ErrorCode::Overflow {
+                        error.detail("applied", json!(true))
+                    } else {
+                        error
+                    }
+                });
+                let result = match governed {
                     Ok(result) => {
                         self.record_outcome(tool, &caller.id, "ok");
                         result

@@ -174,6 +174,9 @@ async fn every_read_notes_page_is_under_the_cap_as_sent() {
         "{refusal}"
     );
     // It ran: the overflow of a call that changed the vault does not hide that.
+    // r[verify results.applied]
+    assert_eq!(refusal["details"]["applied"], true, "{refusal}");
+    assert_eq!(refusal["retryable"], false);
     assert_eq!(h.read("w.md").as_deref(), Some("w"));
 }
 
