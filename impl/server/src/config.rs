@@ -477,6 +477,24 @@ impl Config {
                 ConfigError::invalid(key(&field), message)
             })?;
         }
+        // r[impl config.vaults.disjoint]
+        for (later, vault) in self.vaults.iter().enumerate() {
+            for earlier in &self.vaults[..later] {
+                if vault.root.starts_with(&earlier.root) || earlier.root.starts_with(&vault.root) {
+                    return Err(ConfigError::invalid(
+                        format!("vaults[{later}].root"),
+                        format!(
+                            "the roots of vaults {:?} ({}) and {:?} ({}) overlap; \
+                             one vault's folder must not be, or hold, another's",
+                            earlier.id,
+                            earlier.root.display(),
+                            vault.id,
+                            vault.root.display()
+                        ),
+                    ));
+                }
+            }
+        }
         Ok(())
     }
 

@@ -513,3 +513,34 @@ fn the_example_config_parses_with_every_optional_key_switched_on() {
     assert!(config.auth.audience.is_some());
     assert!(config.auth.oidc.is_some());
 }
+
+// r[verify config.vaults.disjoint]
+#[test]
+fn overlapping_vault_roots_are_refused_naming_both_vaults() {
+    let dir = workspace();
+    std::fs::create_dir_all(dir.path().join("vault/inner")).unwrap();
+    std::fs::create_dir(dir.path().join("vault2")).unwrap();
+    let two = |a: &str, b: &str| {
+        format!(
+            "[[vaults]]\nid = \"outer\"\nroot = \"{a}\"\n[[vaults]]\nid = \"other\"\nroot = \"{b}\"\n"
+        )
+    };
+    // The same folder twice (spelt differently), one inside the other, either order.
+    for (a, b) in [
+        ("vault", "vault"),
+        ("vault", "./vault/"),
+        ("vault", "vault/inner"),
+        ("vault/inner", "vault"),
+    ] {
+        let error = parse_in(dir.path(), &two(a, b)).expect_err("overlap");
+        assert_eq!(error.key(), Some("vaults[1].root"), "{a} {b}: {error}");
+        let text = error.to_string();
+        assert!(
+            text.contains("\"outer\"") && text.contains("\"other\""),
+            "{text}"
+        );
+    }
+    // Siblings whose names share a prefix do not overlap.
+    let config = parse_in(dir.path(), &two("vault", "vault2")).expect("disjoint");
+    assert_eq!(config.vaults.len(), 2);
+}
