@@ -136,8 +136,10 @@ def test_read_notes_paging_walk() -> None:
     # r[verify paging.progress]
     # r[verify paging.read-notes.shape]
     async def body() -> None:
-        cap = 2500
-        with make_vault(notes=12, note_lines=6) as v:
+        # The smallest cap the config accepts (config.governor.minimum), and notes big enough
+        # that the walk takes several pages under it.
+        cap = 131_072
+        with make_vault(notes=12, note_lines=250) as v:
             write_config(v, max_response_bytes=cap)
             async with connect(v, era=MODERN) as c:
                 seen: list[str] = []
@@ -168,8 +170,8 @@ def test_read_notes_cursor_is_bound_to_caller_and_request() -> None:
     # r[verify results.invalid-input]
     # r[verify auth.isolation]
     async def body() -> None:
-        with make_vault(notes=8, note_lines=6) as v:
-            write_config(v, jwt=True, max_response_bytes=2500)
+        with make_vault(notes=8, note_lines=250) as v:
+            write_config(v, jwt=True, max_response_bytes=131_072)
             tok_a, tok_b = mint_jwt(v, "alice"), mint_jwt(v, "bob")
             with http_server(v) as http:
                 async with connect(v, http=http, era="legacy", bearer=tok_a) as a, connect(v, http=http, era="legacy", bearer=tok_b) as b:

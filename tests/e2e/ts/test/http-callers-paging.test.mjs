@@ -88,8 +88,10 @@ describe('read_notes paging (TS)', () => {
         // r[verify paging.read-notes.no-overflow]
         // r[verify paging.progress]
         // r[verify paging.read-notes.shape]
-        const v = makeVault({ notes: 12, noteLines: 6 });
-        const cap = 2_500;
+        // The smallest cap the config accepts (config.governor.minimum), and notes big enough
+        // that the walk takes several pages under it.
+        const v = makeVault({ notes: 12, noteLines: 250 });
+        const cap = 131_072;
         writeConfig(v, { maxResponseBytes: cap });
         const c = await connect(v, { transport: 'stdio', era: 'legacy' });
         const seen = [];
@@ -126,8 +128,8 @@ describe('read_notes cursor across JWT callers (TS)', () => {
         // r[verify paging.cursor.refusals]
         // r[verify results.invalid-input]
         // r[verify auth.isolation]
-        const v = makeVault({ notes: 8, noteLines: 6 });
-        writeConfig(v, { jwt: true, maxResponseBytes: 2_500 });
+        const v = makeVault({ notes: 8, noteLines: 250 });
+        writeConfig(v, { jwt: true, maxResponseBytes: 131_072 });
         const [tokA, tokB] = [await mintJwt(v, 'alice'), await mintJwt(v, 'bob')];
         const http = await startHttp(v);
         const a = await connect(v, { transport: http, era: MODERN, bearer: tokA });
