@@ -244,6 +244,9 @@ pub struct MalformedCitation {
 pub struct CitationScan {
     pub citations: Vec<Citation>,
     pub malformed: Vec<MalformedCitation>,
+    /// `verify` citations on a test marked `#[ignore]`: a test that does not run verifies
+    /// nothing, so the ledger does not count these.
+    pub ignored: Vec<Citation>,
 }
 
 /// Finds every `r[verify <id>]` and `r[impl <id>]` in `text`.
@@ -289,11 +292,16 @@ pub fn scan_citations(text: &str) -> CitationScan {
                 continue;
             }
             if is_valid_id(id) && body.starts_with(' ') {
-                scan.citations.push(Citation {
+                let citation = Citation {
                     kind,
                     id: id.to_owned(),
                     line: line_index + 1,
-                });
+                };
+                if kind == CitationKind::Verify && cites_an_ignored_test(text, line_index) {
+                    scan.ignored.push(citation);
+                } else {
+                    scan.citations.push(citation);
+                }
             } else {
                 scan.malformed.push(MalformedCitation {
                     line: line_index + 1,
@@ -303,6 +311,21 @@ pub fn scan_citations(text: &str) -> CitationScan {
         }
     }
     scan
+}
+
+/// Whether the item the comment on line `index` stands above is a Rust test marked
+/// `#[ignore]`: an attribute line `#[ignore…]` before the next `fn`.
+fn cites_an_ignored_test(text: &str, index: usize) -> bool {
+    for line in text.lines().skip(index + 1).take(40) {
+        let line = line.trim_start();
+        if line.starts_with("#[ignore") {
+            return true;
+        }
+        if line.starts_with("fn ") || line.contains(" fn ") || line.starts_with("async fn ") {
+            return false;
+        }
+    }
+    false
 }
 
 #[cfg(test)]
@@ -367,6 +390,20 @@ mod tests {
         let scan = scan_citations(&cite("verify", "gate.token.no-such-clause"));
         assert_eq!(scan.citations.len(), 1);
         assert_eq!(scan.citations[0].id, "gate.token.no-such-clause");
+    }
+
+    #[test]
+    fn a_citation_on_an_ignored_test_does_not_count() {
+        let text = format!(
+            "{}\n#[test]\n#[ignore = \"divergence\"]\nfn a() {{}}\n{}\n#[test]\nfn b() {{}}\n",
+            cite("verify", "a.one"),
+            cite("verify", "a.two")
+        );
+        let scan = scan_citations(&text);
+        let counted: Vec<&str> = scan.citations.iter().map(|c| c.id.as_str()).collect();
+        let ignored: Vec<&str> = scan.ignored.iter().map(|c| c.id.as_str()).collect();
+        assert_eq!(counted, ["a.two"]);
+        assert_eq!(ignored, ["a.one"]);
     }
 
     #[test]
