@@ -229,6 +229,20 @@ impl Ledger {
                     entry.clause
                 ));
             }
+            // A regenerated entry carries the default reason of its clause's area: someone
+            // must say why this clause is not verified yet, and by what.
+            if entry.reason.trim().is_empty()
+                || DEFAULT_TODO
+                    .iter()
+                    .any(|(_, _, reason)| *reason == entry.reason)
+                || entry.reason == FALLBACK_TODO.1
+            {
+                problems.push(format!(
+                    "spec/todo.toml gives `{}` no reason of its own (\"{}\"); write why it is not \
+                     verified yet and what will verify it",
+                    entry.clause, entry.reason
+                ));
+            }
             if !ids.contains(entry.clause.as_str()) {
                 problems.push(format!(
                     "spec/todo.toml names `{}`, which is not a clause; delete the entry",
@@ -521,6 +535,18 @@ fn stale_unknown_and_repeated_todos_fail() {
     assert!(problems[0].contains("still lists `a.one`, which is now verified by t.rs"));
     assert!(problems[1].contains("names `a.two` twice"));
     assert!(problems[2].contains("`b.x`, which is not a clause"));
+}
+
+#[test]
+fn a_todo_needs_a_reason_of_its_own() {
+    let tests = cite("verify", "a.one");
+    let default_reason = FALLBACK_TODO.1;
+    let todo = format!("[[todo]]\nclause = \"a.two\"\nissue = 3\nreason = \"{default_reason}\"\n");
+    let problems = ledger_with(&[("t.rs", tests.clone())], &todo).problems();
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert!(problems[0].contains("no reason of its own"), "{problems:?}");
+    let todo = "[[todo]]\nclause = \"a.two\"\nissue = 3\nreason = \"  \"\n";
+    assert_eq!(ledger_with(&[("t.rs", tests)], todo).problems().len(), 1);
 }
 
 #[test]
