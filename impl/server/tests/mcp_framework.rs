@@ -284,3 +284,82 @@ async fn wrong_param_types_are_invalid_params_and_unknown_methods_are_not_found(
     let listed = client.list_all_tools().await.unwrap();
     assert!(!listed.is_empty());
 }
+
+// r[verify release.governor-keeps-spent]
+#[tokio::test]
+async fn a_token_spent_on_a_call_the_governor_refuses_stays_spent() {
+    let h = Harness::with(|c: &mut Config| c.governor.max_response_bytes = 450);
+    h.write("a.md", "old\n");
+    let client = connect(h.core.clone(), legacy(Reply::Approve)).await;
+    let args = json!({"path": "a.md", "content": "new\n"});
+    let refusal = mcp_support::failure(&call(&client, "write_note", args.clone()).await);
+    let token = h.mint(&refusal, "stdio");
+    let mut with_token = args.clone();
+    with_token["elicit_token"] = json!(token);
+    let overflow = mcp_support::failure(&call(&client, "write_note", with_token.clone()).await);
+    assert_eq!(overflow["code"], "overflow");
+    assert_eq!(h.read("a.md").as_deref(), Some("new\n"), "the handler ran");
+    assert_eq!(h.core.gate().counters().released, 0);
+    let again = mcp_support::failure(&call(&client, "write_note", with_token).await);
+    assert_eq!(again["details"]["token_rejected"], "spent", "{again}");
+}
+
+// r[verify config.ttl.applies]
+#[tokio::test]
+async fn elicit_ttl_seconds_is_the_lifetime_of_requests_tokens_and_states() {
+    let h = Harness::with(|c: &mut Config| c.elicit_ttl_seconds = 60);
+    h.write("a.md", "a\n");
+    let client = connect(h.core.clone(), legacy(Reply::Approve)).await;
+    let refusal =
+        mcp_support::failure(&call(&client, "delete_note", json!({"path": "a.md"})).await);
+    let raised = h
+        .core
+        .gate()
+        .pending(None, None, 10)
+        .unwrap()
+        .pop()
+        .unwrap();
+    assert_eq!(raised.expires_at_ms - raised.raised_at_ms, 60_000);
+    let details = &refusal["details"];
+    let issued = h
+        .core
+        .gate()
+        .issue(
+            &tc_gate::CallBinding {
+                vault: "vault",
+                tool: "delete_note",
+                args_hash: details["args_hash"].as_str().unwrap(),
+                caller: "stdio",
+            },
+            None,
+        )
+        .unwrap();
+    assert_eq!(
+        issued.expires_at_ms - tc_gate::clock::Clock::now_ms(&h.clock),
+        60_000
+    );
+    // A requestState sealed by this server opens until 60 s, not after.
+    let modern_client = connect(h.core.clone(), modern(Reply::Approve)).await;
+    let CallToolResponse::InputRequired(required) =
+        mcp_support::call_once(&modern_client, "delete_note", json!({"path": "a.md"})).await
+    else {
+        panic!("expected input_required");
+    };
+    let state = required.request_state.clone().unwrap();
+    h.clock.advance_ms(60_001);
+    let mut resent = CallToolRequestParams::new("delete_note")
+        .with_arguments(mcp_support::args(json!({"path": "a.md"})));
+    resent.request_state = Some(state);
+    resent.input_responses = Some(
+        serde_json::from_value(json!({
+            "confirm": {"action": "accept", "content": {"approve": true}}
+        }))
+        .unwrap(),
+    );
+    let again = modern_client.call_tool_once(resent).await.unwrap();
+    assert!(
+        matches!(again, CallToolResponse::InputRequired(_)),
+        "an expired state approves nothing and a fresh confirmation is offered: {again:?}"
+    );
+    assert_eq!(h.read("a.md").as_deref(), Some("a\n"));
+}
