@@ -13,6 +13,7 @@ use tc_tools::{
 use tc_vault::acl::AclOp;
 use tc_vault::conventions::{ContentFacts, ConventionBlocked, Prior, WriteIntent, WriteKind};
 use tc_vault::error::VaultError;
+use tc_vault::links::validate_link_target;
 use tc_vault::path::VaultPath;
 use tc_vault::rewrite::{RewritePlan, build_resolver, plan_backlinks};
 use tc_vault::vault::Precondition;
@@ -183,6 +184,15 @@ impl Tool for MoveNote {
             WriteKind::Move { from }
         })?;
         let plan = if args.update_backlinks {
+            // r[impl tools.move-note.link-safe-name]
+            // The backlinks will spell the new name: one that cannot stand in a wikilink
+            // would break every link it is written into.
+            validate_link_target(to.as_str()).map_err(|why| {
+                ToolError::validation(
+                    "/to",
+                    format!("{why}, so links to the moved note could not name it (pass update_backlinks: false to move it anyway)"),
+                )
+            })?;
             let plan = backlink_plan(cx, &from, &to)?;
             judge_backlinks(cx, &plan, &to).map_err(|b| ToolError::convention(&b))?;
             Some(plan)

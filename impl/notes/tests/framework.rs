@@ -787,3 +787,30 @@ fn a_move_with_many_backlinks_reports_counts_and_the_first_hundred() {
     );
     assert_eq!(fx.get("l/149.md").as_deref(), Some("[[b]]\n"));
 }
+
+// r[verify tools.move-note.link-safe-name]
+#[test]
+fn a_move_to_a_name_no_link_can_carry_is_refused_before_anything_changes() {
+    let fx = Fx::new();
+    fx.put("a.md", "A\n");
+    fx.put("l.md", "[[a]]\n");
+    for to in ["a]] x.md", "x|y.md", "c#d.md", "e^f.md", "[g.md"] {
+        let refusal = fx
+            .call("move_note", json!({"from": "a.md", "to": to}))
+            .unwrap_err();
+        assert_eq!(refusal.code, ErrorCode::ValidationError, "{to}: {refusal}");
+        assert_eq!(
+            refusal.details.as_ref().unwrap()["errors"][0]["pointer"],
+            "/to"
+        );
+    }
+    assert_eq!(fx.get("a.md").as_deref(), Some("A\n"));
+    assert_eq!(fx.get("l.md").as_deref(), Some("[[a]]\n"));
+    // Without the backlink update the name is the vault's business, not the links'.
+    fx.call(
+        "move_note",
+        json!({"from": "a.md", "to": "x|y.md", "update_backlinks": false}),
+    )
+    .unwrap();
+    assert!(fx.get("x|y.md").is_some());
+}
