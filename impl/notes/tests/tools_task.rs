@@ -566,32 +566,47 @@ fn a_line_holding_a_carriage_return_is_not_a_task_line() {
 #[test]
 fn a_free_rename_cannot_date_a_long_done_task_anew() {
     // A rename within a folder is free and rewrites backlinks; a name that carries a ✅ date
-    // (inside the link, or breaking out of it) puts a newer date on the task's line.
-    for (to, written) in [
-        (
-            "a ✅ 2026-11-29.md",
-            "- [x] review [[a ✅ 2026-11-29]] ✅ 2026-11-01",
-        ),
-        (
-            "a]] ✅ 2026-11-29 [[b.md",
-            "- [x] review [[a]] ✅ 2026-11-29 [[b]] ✅ 2026-11-01",
-        ),
-    ] {
-        let fx = Fx::new();
-        fx.put("a.md", "A\n");
-        fx.put("t.md", "- [x] review [[a]] ✅ 2026-11-01\n");
-        fx.call("move_note", json!({"from": "a.md", "to": to}))
-            .unwrap();
-        assert_eq!(line_of(&fx, "t.md", 1), written);
-        assert_eq!(fx.requested(), 0);
-        let refusal = fx
-            .call(
-                "update_task",
-                json!({"path": "t.md", "line": 1, "status": "todo"}),
-            )
-            .unwrap_err();
-        assert_eq!(refusal.code, ErrorCode::ElicitRequired, "{to}");
-    }
+    // inside the link puts a newer-looking date on the task's line, and the floor still holds.
+    let fx = Fx::new();
+    fx.put("a.md", "A\n");
+    fx.put("t.md", "- [x] review [[a]] ✅ 2026-11-01\n");
+    fx.call(
+        "move_note",
+        json!({"from": "a.md", "to": "a ✅ 2026-11-29.md"}),
+    )
+    .unwrap();
+    assert_eq!(
+        line_of(&fx, "t.md", 1),
+        "- [x] review [[a ✅ 2026-11-29]] ✅ 2026-11-01"
+    );
+    assert_eq!(fx.requested(), 0);
+    let refusal = fx
+        .call(
+            "update_task",
+            json!({"path": "t.md", "line": 1, "status": "todo"}),
+        )
+        .unwrap_err();
+    assert_eq!(refusal.code, ErrorCode::ElicitRequired);
+    // A name that would break out of the link is refused before any backlink is written
+    // (tools.move-note.link-safe-name), so it cannot put a date outside the link either.
+    let fx = Fx::new();
+    fx.put("a.md", "A\n");
+    fx.put("t.md", "- [x] review [[a]] ✅ 2026-11-01\n");
+    let refused = fx
+        .call(
+            "move_note",
+            json!({"from": "a.md", "to": "a]] ✅ 2026-11-29 [[b.md"}),
+        )
+        .unwrap_err();
+    assert_eq!(refused.code, ErrorCode::ValidationError, "{refused}");
+    assert_eq!(line_of(&fx, "t.md", 1), "- [x] review [[a]] ✅ 2026-11-01");
+    let refusal = fx
+        .call(
+            "update_task",
+            json!({"path": "t.md", "line": 1, "status": "todo"}),
+        )
+        .unwrap_err();
+    assert_eq!(refusal.code, ErrorCode::ElicitRequired);
 }
 
 // r[verify tools.compose.update-task]
