@@ -1,0 +1,175 @@
+//! What the configuration's types cannot say, checked after parsing (spec/config.md
+//! `config.ttl.positive`, `config.governor.minimum`, `config.vaults.disjoint`, and the auth
+//! and vault checks; spec/auth.md `auth.none.loopback`).
+
+use super::*;
+
+impl Config {
+    /// Checks what the types cannot; makes vault roots canonical.
+    pub(super) fn validate(&mut self) -> Result<(), ConfigError> {
+        // r[impl config.ttl.positive]
+        if self.elicit_ttl_seconds <= 0 {
+            return Err(ConfigError::invalid(
+                "elicitTtlSeconds",
+                format!(
+                    "must be a positive number of seconds, not {}",
+                    self.elicit_ttl_seconds
+                ),
+            ));
+        }
+        if tc_gate::GateConfig::new(self.elicit_ttl_seconds).is_err() {
+            return Err(ConfigError::invalid(
+                "elicitTtlSeconds",
+                format!("{} seconds is too large", self.elicit_ttl_seconds),
+            ));
+        }
+        // r[impl config.governor]
+        if self.governor.max_response_bytes == 0 {
+            return Err(ConfigError::invalid(
+                "governor.maxResponseBytes",
+                "must be a positive number of bytes, not 0",
+            ));
+        }
+        // r[impl config.governor.minimum]
+        if self.governor.max_response_bytes < MIN_MAX_RESPONSE_BYTES {
+            return Err(ConfigError::invalid(
+                "governor.maxResponseBytes",
+                format!(
+                    "must be at least {MIN_MAX_RESPONSE_BYTES} bytes, not {}, so that a \
+                     read_notes page holding one entry for a 4,096-byte path fits as sent",
+                    self.governor.max_response_bytes
+                ),
+            ));
+        }
+        self.validate_auth()?;
+        self.validate_vaults()?;
+        if let Some(cache_dir) = &self.cache_dir {
+            check_cache_outside_vaults("cacheDir", cache_dir, &self.vaults)?;
+        }
+        Ok(())
+    }
+
+    // r[impl config.auth.complete]
+    fn validate_auth(&self) -> Result<(), ConfigError> {
+        let auth = &self.auth;
+        if let Some(secret) = &auth.jwt_secret
+            && secret.len() < MIN_JWT_SECRET_BYTES
+        {
+            return Err(ConfigError::invalid(
+                "auth.jwtSecret",
+                format!(
+                    "must be at least {MIN_JWT_SECRET_BYTES} bytes long for HS256, it has {}",
+                    secret.len()
+                ),
+            ));
+        }
+        if let Some(jwks) = &auth.jwks
+            && jwks.trim().is_empty()
+        {
+            return Err(ConfigError::invalid("auth.jwks", "must not be empty"));
+        }
+        if let Some(audience) = &auth.audience
+            && audience.is_empty()
+        {
+            return Err(ConfigError::invalid("auth.audience", "must not be empty"));
+        }
+        match auth.mode {
+            AuthMode::None => Ok(()),
+            AuthMode::Jwt if auth.jwt_secret.is_none() && auth.jwks.is_none() => {
+                Err(ConfigError::invalid(
+                    "auth.mode",
+                    "\"jwt\" needs auth.jwtSecret or auth.jwks to verify tokens with",
+                ))
+            }
+            AuthMode::Jwt => Ok(()),
+            AuthMode::Oidc => match &auth.oidc {
+                None => Err(ConfigError::invalid(
+                    "auth.oidc.issuer",
+                    "auth.mode \"oidc\" needs [auth.oidc] issuer = \"https://…\"",
+                )),
+                Some(oidc)
+                    if !(oidc.issuer.starts_with("https://")
+                        || oidc.issuer.starts_with("http://")) =>
+                {
+                    Err(ConfigError::invalid(
+                        "auth.oidc.issuer",
+                        format!("must be an http(s) URL, not {:?}", oidc.issuer),
+                    ))
+                }
+                Some(_) => Ok(()),
+            },
+        }
+    }
+
+    // r[impl config.vaults]
+    fn validate_vaults(&mut self) -> Result<(), ConfigError> {
+        let mut seen = BTreeSet::new();
+        for (index, vault) in self.vaults.iter_mut().enumerate() {
+            let key = |field: &str| format!("vaults[{index}].{field}");
+            if vault.id.is_empty() {
+                return Err(ConfigError::invalid(key("id"), "must not be empty"));
+            }
+            if vault
+                .id
+                .chars()
+                .any(|c| c.is_control() || c.is_whitespace())
+            {
+                return Err(ConfigError::invalid(
+                    key("id"),
+                    format!(
+                        "{:?} must not contain spaces or control characters",
+                        vault.id
+                    ),
+                ));
+            }
+            if !seen.insert(vault.id.clone()) {
+                return Err(ConfigError::invalid(
+                    key("id"),
+                    format!(
+                        "{:?} is used by another vault; vault ids must be unique",
+                        vault.id
+                    ),
+                ));
+            }
+            vault.root = canonical_dir(&key("root"), &vault.root)?;
+            // r[impl config.acl]
+            if let Some(acl) = &vault.acl {
+                Acl::compile(acl).map_err(|e| {
+                    ConfigError::invalid(key(&format!("acl.{}", strip_prefix(&e.key, "acl."))), {
+                        format!("invalid glob {:?}: {}", e.glob, e.reason)
+                    })
+                })?;
+            }
+            // r[impl config.conventions]
+            Conventions::compile(&vault.conventions).map_err(|e| {
+                let message = e.to_string();
+                let field = match &e {
+                    tc_vault::conventions::ConventionConfigError::Glob(glob) => glob.key.clone(),
+                    tc_vault::conventions::ConventionConfigError::NamePattern { index, .. } => {
+                        format!("conventions[{index}].namePattern")
+                    }
+                };
+                ConfigError::invalid(key(&field), message)
+            })?;
+        }
+        // r[impl config.vaults.disjoint]
+        for (later, vault) in self.vaults.iter().enumerate() {
+            for earlier in &self.vaults[..later] {
+                if vault.root.starts_with(&earlier.root) || earlier.root.starts_with(&vault.root) {
+                    return Err(ConfigError::invalid(
+                        format!("vaults[{later}].root"),
+                        format!(
+                            "the roots of vaults {:?} ({}) and {:?} ({}) overlap; \
+                             one vault's folder must not be, or hold, another's",
+                            earlier.id,
+                            earlier.root.display(),
+                            vault.id,
+                            vault.root.display()
+                        ),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}
