@@ -101,12 +101,37 @@ pub struct ElicitArgs {
     /// Mint without showing the request and asking first (on a terminal, elicit asks)
     #[arg(long)]
     pub yes: bool,
+    #[command(flatten)]
+    pub place: PlaceArgs,
+}
+
+/// Where the server's cache.db is: its config file and/or cache directory.
+#[derive(Debug, Args)]
+pub struct PlaceArgs {
     /// The TOML configuration file the server runs with
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// The cache directory the server runs with [default: as for serve]
     #[arg(long, value_name = "DIR")]
     pub cache_dir: Option<PathBuf>,
+}
+
+impl PlaceArgs {
+    /// The configuration (the file's, or the defaults) and the cache directory it and the
+    /// flags name, resolved exactly as `serve` resolves them.
+    pub fn resolve(
+        &self,
+        env: &tc_server::config::CacheEnv,
+    ) -> Result<(tc_server::config::Config, PathBuf), crate::Refusal> {
+        let config = match &self.config {
+            Some(path) => tc_server::config::Config::load(path).map_err(crate::Refusal::config)?,
+            None => tc_server::config::Config::default(),
+        };
+        let cache_dir = config
+            .resolve_cache_dir(self.cache_dir.as_deref(), env)
+            .map_err(crate::Refusal::config)?;
+        Ok((config, cache_dir))
+    }
 }
 
 #[derive(Debug, Args)]
@@ -120,12 +145,8 @@ pub struct PendingArgs {
     /// Print one JSON array instead of the table
     #[arg(long)]
     pub json: bool,
-    /// The TOML configuration file the server runs with
-    #[arg(long, value_name = "FILE")]
-    pub config: Option<PathBuf>,
-    /// The cache directory the server runs with [default: as for serve]
-    #[arg(long, value_name = "DIR")]
-    pub cache_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub place: PlaceArgs,
 }
 
 #[derive(Debug, Args)]
@@ -142,12 +163,8 @@ pub struct EventsArgs {
     /// One JSON object a line instead of the table
     #[arg(long)]
     pub json: bool,
-    /// The TOML configuration file the server runs with
-    #[arg(long, value_name = "FILE")]
-    pub config: Option<PathBuf>,
-    /// The cache directory the server runs with [default: as for serve]
-    #[arg(long, value_name = "DIR")]
-    pub cache_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub place: PlaceArgs,
 }
 
 #[derive(Debug, Subcommand)]

@@ -23,13 +23,7 @@ use crate::token::vault_ids;
 
 /// What `elicit` prints: the token and a newline, or one JSON object with `--json`.
 pub fn run(args: &ElicitArgs, env: &CacheEnv) -> Result<String, Refusal> {
-    let config = match &args.config {
-        Some(path) => Config::load(path).map_err(Refusal::config)?,
-        None => Config::default(),
-    };
-    let cache_dir = config
-        .resolve_cache_dir(args.cache_dir.as_deref(), env)
-        .map_err(Refusal::config)?;
+    let (config, cache_dir) = args.place.resolve(env)?;
     let gate = open_gate(&config, &cache_dir)?;
     let caller = args.caller.trim();
     if caller.is_empty() {

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use serde_json::json;
 use tc_gate::{Event, EventName, Gate};
-use tc_server::config::{CacheEnv, Config};
+use tc_server::config::CacheEnv;
 use tc_tools::escape_for_terminal;
 
 use crate::Refusal;
@@ -24,13 +24,7 @@ const PAGE: usize = 500;
 const FOLLOW_EVERY: Duration = Duration::from_millis(250);
 
 pub fn run(args: &EventsArgs, env: &CacheEnv) -> Result<String, Refusal> {
-    let config = match &args.config {
-        Some(path) => Config::load(path).map_err(Refusal::config)?,
-        None => Config::default(),
-    };
-    let cache_dir = config
-        .resolve_cache_dir(args.cache_dir.as_deref(), env)
-        .map_err(Refusal::config)?;
+    let (config, cache_dir) = args.place.resolve(env)?;
     let name = match &args.name {
         Some(name) => Some(EventName::parse(name).ok_or_else(|| {
             let known: Vec<&str> = EventName::ALL.iter().map(|n| n.as_str()).collect();

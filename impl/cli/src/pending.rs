@@ -11,7 +11,7 @@ use std::fmt::Write as _;
 use serde_json::json;
 use tc_gate::RaisedRequest;
 use tc_gate::clock::{Clock, SystemClock};
-use tc_server::config::{CacheEnv, Config};
+use tc_server::config::CacheEnv;
 use tc_tools::{escape_for_terminal, shell_word};
 
 use crate::Refusal;
@@ -22,13 +22,7 @@ use crate::elicit::open_gate;
 const MAX_LISTED: usize = 200;
 
 pub fn run(args: &PendingArgs, env: &CacheEnv) -> Result<String, Refusal> {
-    let config = match &args.config {
-        Some(path) => Config::load(path).map_err(Refusal::config)?,
-        None => Config::default(),
-    };
-    let cache_dir = config
-        .resolve_cache_dir(args.cache_dir.as_deref(), env)
-        .map_err(Refusal::config)?;
+    let (config, cache_dir) = args.place.resolve(env)?;
     let gate = open_gate(&config, &cache_dir)?;
     let pending = gate
         .pending(args.vault.as_deref(), args.caller.as_deref(), MAX_LISTED)
@@ -36,8 +30,8 @@ pub fn run(args: &PendingArgs, env: &CacheEnv) -> Result<String, Refusal> {
     // The flags this listing was given, absolute, so the printed command reaches the same
     // cache.db from any directory.
     let flags = tc_server::serve::approval_flags(
-        args.config.as_deref(),
-        args.cache_dir.is_some(),
+        args.place.config.as_deref(),
+        args.place.cache_dir.is_some(),
         &cache_dir,
     );
     let several_vaults = config.vaults.len() > 1
