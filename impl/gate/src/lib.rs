@@ -12,6 +12,7 @@ pub mod events;
 pub mod gate;
 pub mod governor;
 pub mod keys;
+pub mod private_fs;
 pub mod request_state;
 pub mod state_fp;
 pub mod store;

@@ -126,11 +126,27 @@ impl fmt::Debug for Store {
 impl Store {
     /// Opens (creating if needed) the database at `path` and brings its schema up to date.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
+        let path = path.as_ref();
+        // r[impl gate.files.private]
+        // Created 0600 before SQLite opens it (SQLite gives its -wal and -shm files the
+        // database file's mode), so no umask ever makes it readable by others.
+        match crate::private_fs::create_private_file(path) {
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(StoreError::Database(Box::new(e))),
+        }
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
             | OpenFlags::SQLITE_OPEN_CREATE
             | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let conn = Connection::open_with_flags(path, flags)?;
-        Self::configure(conn, LATEST_SCHEMA_VERSION)
+        let store = Self::configure(conn, LATEST_SCHEMA_VERSION)?;
+        for suffix in ["-wal", "-shm"] {
+            let mut companion = path.as_os_str().to_owned();
+            companion.push(suffix);
+            crate::private_fs::make_private(Path::new(&companion))
+                .map_err(|e| StoreError::Database(Box::new(e)))?;
+        }
+        Ok(store)
     }
 
     /// A private in-memory database with the full schema, for tests and embedders without a

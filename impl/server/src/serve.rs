@@ -81,9 +81,12 @@ pub fn assemble(
     metrics: Arc<Metrics>,
     approval_flags: Vec<String>,
 ) -> Result<Assembled, ServeError> {
-    std::fs::create_dir_all(cache_dir).map_err(|source| ServeError::CacheDir {
-        path: cache_dir.to_path_buf(),
-        source,
+    // r[impl gate.files.private]
+    tc_gate::private_fs::create_private_dir_all(cache_dir).map_err(|source| {
+        ServeError::CacheDir {
+            path: cache_dir.to_path_buf(),
+            source,
+        }
     })?;
     let secret = ServerSecret::load_or_create(cache_dir, &OsEntropy)?;
     let db = cache_dir.join(CACHE_DB_FILE);

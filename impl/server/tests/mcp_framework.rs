@@ -363,3 +363,93 @@ async fn elicit_ttl_seconds_is_the_lifetime_of_requests_tokens_and_states() {
     );
     assert_eq!(h.read("a.md").as_deref(), Some("a\n"));
 }
+
+// r[verify gate.files.private]
+#[tokio::test]
+async fn what_the_server_writes_outside_the_vault_is_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |path: &std::path::Path| {
+        std::fs::metadata(path)
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+            .permissions()
+            .mode()
+            & 0o777
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let vault = dir.path().join("vault");
+    std::fs::create_dir(&vault).unwrap();
+    std::fs::write(vault.join("a.md"), "a\n").unwrap();
+    // A cache directory that does not exist yet, two levels deep.
+    let cache = dir.path().join("state").join("cache");
+    let mut config = Config::default();
+    config.add_vault_dir(&vault).unwrap();
+    let assembled = tc_server::serve::assemble(
+        &config,
+        &cache,
+        false,
+        std::sync::Arc::new(tc_server::metrics::Metrics::new()),
+        Vec::new(),
+    )
+    .unwrap();
+    let client = connect(assembled.core.clone(), legacy(Reply::Approve)).await;
+    // A delete to a snapshot, a generated page (a seal) and a write (a lock file).
+    let core = &assembled.core;
+    let refusal =
+        mcp_support::failure(&call(&client, "delete_note", json!({"path": "a.md"})).await);
+    let details = &refusal["details"];
+    let token = core
+        .gate()
+        .issue(
+            &tc_gate::CallBinding {
+                vault: "vault",
+                tool: "delete_note",
+                args_hash: details["args_hash"].as_str().unwrap(),
+                caller: "stdio",
+            },
+            details["state_fp"].as_str(),
+        )
+        .unwrap();
+    let done = call(
+        &client,
+        "delete_note",
+        json!({"path": "a.md", "elicit_token": token.token.expose()}),
+    )
+    .await;
+    assert_ne!(done.is_error, Some(true));
+    let _ = call(
+        &client,
+        "commit_wiki_page",
+        json!({"path": "w.md", "content": "# W\n"}),
+    )
+    .await;
+    assert_eq!(mode(&cache), 0o700);
+    assert_eq!(mode(&cache.join("cache.db")), 0o600);
+    for companion in ["cache.db-wal", "cache.db-shm"] {
+        let path = cache.join(companion);
+        if path.exists() {
+            assert_eq!(mode(&path), 0o600, "{companion}");
+        }
+    }
+    let mut checked = 0;
+    for entry in walk(&cache) {
+        let expected = if entry.is_dir() { 0o700 } else { 0o600 };
+        assert_eq!(mode(&entry), expected, "{}", entry.display());
+        checked += 1;
+    }
+    assert!(
+        checked >= 6,
+        "snapshots, seals, locks, secrets: {checked} entries"
+    );
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        }
+        out.push(path);
+    }
+    out
+}

@@ -133,7 +133,10 @@ impl WikiSealer {
     /// Records the seal of `bytes`, just written at `path` (atomically replaced).
     pub fn store(&self, path: &VaultPath, bytes: &[u8]) -> VaultResult<String> {
         let seal = self.seal_of(path, bytes);
-        fs::create_dir_all(&self.dir).map_err(|e| seal_io(path, "create the seal folder of", e))?;
+        // r[impl gate.files.private]
+        // (tempfile creates the seal itself 0600.)
+        tc_gate::private_fs::create_private_dir_all(&self.dir)
+            .map_err(|e| seal_io(path, "create the seal folder of", e))?;
         let mut file = tempfile::NamedTempFile::new_in(&self.dir)
             .map_err(|e| seal_io(path, "write the seal of", e))?;
         file.write_all(seal.as_bytes())

@@ -10,6 +10,7 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
+use tc_gate::private_fs::{create_private_dir, create_private_dir_all, create_private_file};
 
 use super::{
     Precondition, Vault, content_hash, not_found_or_io, note_metadata_nofollow, sync_dir,
@@ -241,11 +242,13 @@ impl Vault {
             content_hash: content_hash(bytes),
         };
         let io_err = |e| VaultError::io(path.as_str(), "write snapshot", e);
-        fs::create_dir_all(&self.snapshot_dir).map_err(io_err)?;
+        // r[impl gate.files.private]
+        // A deleted note's bytes are as private as the note: 0700 folders, 0600 files.
+        create_private_dir_all(&self.snapshot_dir).map_err(io_err)?;
         // Write into a `.partial` folder and rename it into place, so a listed snapshot is
         // always complete.
         let partial = self.snapshot_dir.join(format!("{}.partial", id.as_str()));
-        fs::create_dir(&partial).map_err(io_err)?;
+        create_private_dir(&partial).map_err(io_err)?;
         let meta = serde_json::to_vec(&info).map_err(|e| io_err(io::Error::other(e)))?;
         let result = write_synced(&partial.join(SNAPSHOT_CONTENT), bytes)
             .and_then(|()| write_synced(&partial.join(SNAPSHOT_META), &meta))
@@ -267,10 +270,7 @@ impl Vault {
 }
 
 fn write_synced(location: &Path, bytes: &[u8]) -> io::Result<()> {
-    let mut file = fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(location)?;
+    let mut file = create_private_file(location)?;
     file.write_all(bytes)?;
     file.sync_all()
 }
