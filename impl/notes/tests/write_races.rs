@@ -9,12 +9,15 @@
 
 mod tools_support;
 
-use std::io::{BufRead, BufReader, Write};
+#[path = "../../vault/tests/support/child_process.rs"]
+mod child_process;
+
+use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use child_process::{ChildProcess, REPORT};
 use serde_json::{Value, json};
 use tc_gate::clock::{OsEntropy, SystemClock};
 use tc_gate::keys::ServerSecret;
@@ -27,7 +30,6 @@ use tools_support::{TempVault, binding, pipeline};
 const NOTE: &str = "race.md";
 const CHILD_DIR: &str = "TC_NOTES_RACE_DIR";
 /// Marks the lines children mean for the parent (libtest prints its own lines too).
-const REPORT: &str = "@@";
 const ROUNDS: usize = 50;
 const RACERS: usize = 3;
 const APPENDS_EACH: usize = 20;
@@ -238,60 +240,6 @@ fn appends_from_threads_all_land() {
 
 // ---------------------------------------------------------------- processes
 
-struct ChildProcess {
-    child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
-}
-
-impl ChildProcess {
-    fn spawn(dir: &Path) -> Self {
-        let mut child = Command::new(std::env::current_exe().unwrap())
-            .args(["race_child", "--exact", "--ignored", "--nocapture"])
-            .args(["--test-threads", "1"])
-            .env(CHILD_DIR, dir)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
-        let stdin = child.stdin.take().unwrap();
-        let stdout = BufReader::new(child.stdout.take().unwrap());
-        let mut process = ChildProcess {
-            child,
-            stdin,
-            stdout,
-        };
-        assert_eq!(process.report(), "ready");
-        process
-    }
-
-    fn send(&mut self, line: &str) {
-        writeln!(self.stdin, "{line}").unwrap();
-        self.stdin.flush().unwrap();
-    }
-
-    /// The next line the child meant for us.
-    fn report(&mut self) -> String {
-        loop {
-            let mut line = String::new();
-            let read = self.stdout.read_line(&mut line).unwrap();
-            assert!(read > 0, "the child ended without reporting");
-            if let Some(at) = line.find(REPORT) {
-                return line[at + REPORT.len()..].trim_end().to_owned();
-            }
-        }
-    }
-
-    fn finish(self) {
-        let ChildProcess {
-            mut child, stdin, ..
-        } = self;
-        drop(stdin);
-        assert!(child.wait().unwrap().success());
-    }
-}
-
 fn unix_ns() -> u128 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -325,7 +273,7 @@ fn wait_until(start: u128) {
 fn same_prev_hash_from_processes_has_one_winner() {
     let dir = new_vault_dir();
     let mut children: Vec<ChildProcess> = (0..RACERS)
-        .map(|_| ChildProcess::spawn(dir.path()))
+        .map(|_| ChildProcess::spawn("race_child", CHILD_DIR, dir.path()))
         .collect();
     for round in 0..ROUNDS {
         let mode = mode_of(round);
@@ -347,7 +295,7 @@ fn same_prev_hash_from_processes_has_one_winner() {
 fn appends_from_processes_all_land() {
     let dir = new_vault_dir();
     let mut children: Vec<ChildProcess> = (0..RACERS)
-        .map(|_| ChildProcess::spawn(dir.path()))
+        .map(|_| ChildProcess::spawn("race_child", CHILD_DIR, dir.path()))
         .collect();
     let tags: Vec<String> = (0..RACERS).map(|i| format!("p{i}")).collect();
     let start = start_soon();

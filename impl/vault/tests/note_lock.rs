@@ -7,19 +7,21 @@
 //! test that acts only when `TC_VAULT_LOCK_DIR` is set); each child opens its own `Vault` on
 //! the shared vault and cache folders.
 
-use std::io::{BufRead, BufReader, Write};
+#[path = "support/child_process.rs"]
+mod child_process;
+
+use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use child_process::{ChildProcess, REPORT};
 use tc_gate::clock::{OsEntropy, SystemClock};
 use tc_vault::{Precondition, Vault, VaultError, VaultPath, content_hash, snapshot_dir_for};
 
 const NOTE: &str = "race.md";
 const CHILD_DIR: &str = "TC_VAULT_LOCK_DIR";
 /// Marks the lines children mean for the parent (libtest prints its own lines too).
-const REPORT: &str = "@@";
 const ROUNDS: usize = 50;
 const RACERS: usize = 3;
 const APPENDS_EACH: usize = 20;
@@ -192,59 +194,6 @@ fn lock_files_stay_outside_the_vault() {
 
 // ---------------------------------------------------------------- processes
 
-struct ChildProcess {
-    child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
-}
-
-impl ChildProcess {
-    fn spawn(dir: &Path) -> Self {
-        let mut child = Command::new(std::env::current_exe().unwrap())
-            .args(["lock_child", "--exact", "--ignored", "--nocapture"])
-            .args(["--test-threads", "1"])
-            .env(CHILD_DIR, dir)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
-        let stdin = child.stdin.take().unwrap();
-        let stdout = BufReader::new(child.stdout.take().unwrap());
-        let mut process = ChildProcess {
-            child,
-            stdin,
-            stdout,
-        };
-        assert_eq!(process.report(), "ready");
-        process
-    }
-
-    fn send(&mut self, line: &str) {
-        writeln!(self.stdin, "{line}").unwrap();
-        self.stdin.flush().unwrap();
-    }
-
-    fn report(&mut self) -> String {
-        loop {
-            let mut line = String::new();
-            let read = self.stdout.read_line(&mut line).unwrap();
-            assert!(read > 0, "the child ended without reporting");
-            if let Some(at) = line.find(REPORT) {
-                return line[at + REPORT.len()..].trim_end().to_owned();
-            }
-        }
-    }
-
-    fn finish(self) {
-        let ChildProcess {
-            mut child, stdin, ..
-        } = self;
-        drop(stdin);
-        assert!(child.wait().unwrap().success());
-    }
-}
-
 fn unix_ns() -> u128 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -276,7 +225,7 @@ fn wait_until(start: u128) {
 fn same_expected_hash_from_processes_has_one_winner() {
     let dir = new_dir();
     let mut children: Vec<ChildProcess> = (0..RACERS)
-        .map(|_| ChildProcess::spawn(dir.path()))
+        .map(|_| ChildProcess::spawn("lock_child", CHILD_DIR, dir.path()))
         .collect();
     for round in 0..ROUNDS {
         let expected = content_hash(&note_bytes(dir.path()));
@@ -298,7 +247,7 @@ fn same_expected_hash_from_processes_has_one_winner() {
 fn appends_under_the_note_lock_from_processes_all_land() {
     let dir = new_dir();
     let mut children: Vec<ChildProcess> = (0..RACERS)
-        .map(|_| ChildProcess::spawn(dir.path()))
+        .map(|_| ChildProcess::spawn("lock_child", CHILD_DIR, dir.path()))
         .collect();
     let tags: Vec<String> = (0..RACERS).map(|i| format!("p{i}")).collect();
     let start = start_soon();
@@ -316,7 +265,7 @@ fn appends_under_the_note_lock_from_processes_all_land() {
 #[test]
 fn a_note_locked_by_another_process_waits_for_it() {
     let dir = new_dir();
-    let mut child = ChildProcess::spawn(dir.path());
+    let mut child = ChildProcess::spawn("lock_child", CHILD_DIR, dir.path());
     child.send("hold 300");
     assert_eq!(child.report(), "holding");
     let vault = open(dir.path());
