@@ -32,9 +32,6 @@ fn yes() -> bool {
     true
 }
 
-/// The most notes a summary names (the rest are counted).
-const SUMMARY_NOTES: usize = 20;
-
 // ---------------------------------------------------------------- rewrite_link
 
 /// `rewrite_link` arguments.
@@ -204,19 +201,12 @@ impl Tool for RewriteLink {
                 plan.links(),
                 plan.notes.len()
             ));
-            for touched in plan.notes.iter().take(SUMMARY_NOTES) {
-                summary = summary.target(format!(
-                    "{} ({} link(s))",
-                    touched.path.as_str(),
-                    touched.links
-                ));
-            }
-            if plan.notes.len() > SUMMARY_NOTES {
-                summary = summary.detail(format!(
-                    "… and {} more note(s)",
-                    plan.notes.len() - SUMMARY_NOTES
-                ));
-            }
+            let named = plan
+                .notes
+                .iter()
+                .map(|touched| format!("{} ({} link(s))", touched.path.as_str(), touched.links))
+                .collect();
+            summary = summary.targets_named(named, |n| format!("… and {n} more note(s)"));
         }
         summary
     }
@@ -431,19 +421,17 @@ impl Tool for PruneHubLinks {
             .and_then(|p| p.downcast_ref::<Vec<String>>())
             .cloned()
             .unwrap_or_default();
-        let mut summary = Summary::new(format!(
+        let summary = Summary::new(format!(
             "remove {} dead link(s) from {}",
             removed.len(),
             args.path
         ))
         .target(&args.path);
-        for target in removed.iter().take(SUMMARY_NOTES) {
-            summary = summary.detail(format!("- [[{target}]]"));
-        }
-        if removed.len() > SUMMARY_NOTES {
-            summary = summary.detail(format!("… and {} more", removed.len() - SUMMARY_NOTES));
-        }
-        summary
+        let named = removed
+            .iter()
+            .map(|target| format!("- [[{target}]]"))
+            .collect();
+        summary.details_named(named, |n| format!("… and {n} more"))
     }
 
     fn run(

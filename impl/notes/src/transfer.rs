@@ -157,9 +157,6 @@ fn judge_backlinks(
     Ok(())
 }
 
-/// The most backlinking notes a summary names (the rest are counted).
-const SUMMARY_BACKLINKS: usize = 20;
-
 impl Tool for MoveNote {
     type Args = MoveNoteArgs;
     type Output = MoveNoteOutput;
@@ -246,19 +243,14 @@ impl Tool for MoveNote {
                     plan.links(),
                     plan.notes.len()
                 ));
-                for touched in plan.notes.iter().take(SUMMARY_BACKLINKS) {
-                    summary = summary.detail(format!(
-                        "  {} ({} link(s))",
-                        touched.path.as_str(),
-                        touched.links
-                    ));
-                }
-                if plan.notes.len() > SUMMARY_BACKLINKS {
-                    summary = summary.detail(format!(
-                        "  … and {} more note(s)",
-                        plan.notes.len() - SUMMARY_BACKLINKS
-                    ));
-                }
+                let named = plan
+                    .notes
+                    .iter()
+                    .map(|touched| {
+                        format!("  {} ({} link(s))", touched.path.as_str(), touched.links)
+                    })
+                    .collect();
+                summary = summary.details_named(named, |n| format!("  … and {n} more note(s)"));
             }
             Some(_) => summary = summary.detail("no note links to it"),
             None => summary = summary.detail("links to it are left as they are"),

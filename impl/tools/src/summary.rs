@@ -19,6 +19,8 @@ pub const MAX_SUMMARY_BYTES: usize = 4096;
 pub const MAX_DIFF_LINES: usize = 24;
 /// The most bytes of one line of a summary.
 pub const MAX_LINE_BYTES: usize = 240;
+/// The most items (notes, links) a summary names one by one; the rest are counted.
+pub const MAX_NAMED: usize = 20;
 
 /// A gated call's summary, before rendering.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -46,6 +48,37 @@ impl Summary {
 
     pub fn detail(mut self, line: impl Into<String>) -> Self {
         self.details.push(line.into());
+        self
+    }
+
+    /// Adds the first [`MAX_NAMED`] of `lines` as details, then `rest(n)` for the `n` left.
+    pub fn details_named(self, lines: Vec<String>, rest: impl FnOnce(usize) -> String) -> Self {
+        self.named(lines, rest, false)
+    }
+
+    /// Adds the first [`MAX_NAMED`] of `lines` as targets, then `rest(n)` (a detail) for the
+    /// `n` left.
+    pub fn targets_named(self, lines: Vec<String>, rest: impl FnOnce(usize) -> String) -> Self {
+        self.named(lines, rest, true)
+    }
+
+    fn named(
+        mut self,
+        lines: Vec<String>,
+        rest: impl FnOnce(usize) -> String,
+        targets: bool,
+    ) -> Self {
+        let left = lines.len().saturating_sub(MAX_NAMED);
+        for line in lines.into_iter().take(MAX_NAMED) {
+            if targets {
+                self.targets.push(line);
+            } else {
+                self.details.push(line);
+            }
+        }
+        if left > 0 {
+            self.details.push(rest(left));
+        }
         self
     }
 

@@ -145,20 +145,11 @@ impl Gate {
             .read(|conn| store::raised_row(conn, vault, args_hash, caller))?;
         row.filter(|row| row.expires_at > now)
             .map(|row| {
-                let state_fp = StateFp::parse(&row.state_fp)
-                    .map_err(|_| StoreError::Corrupt("raised_requests.state_fp".into()))?;
-                Ok(RaisedRequest {
-                    call: BoundCall {
-                        vault: vault.to_owned(),
-                        tool: row.tool,
-                        args_hash: args_hash.to_owned(),
-                        caller: caller.to_owned(),
-                    },
-                    state_fp,
-                    raised_at_ms: row.raised_at,
-                    expires_at_ms: row.expires_at,
-                    superseded_older: false,
-                    summary: row.summary,
+                RaisedRequest::from_listed(store::ListedRaise {
+                    vault: vault.to_owned(),
+                    args_hash: args_hash.to_owned(),
+                    caller: caller.to_owned(),
+                    row,
                 })
             })
             .transpose()
