@@ -333,7 +333,7 @@ impl ServerCore {
                         .registry()
                         .get(tool)
                         .is_some_and(|def| !def.annotations.read_only_hint);
-                let governed = outcome.and_then(|output| self.govern(key.as_ref(), output));
+                let governed = outcome.and_then(|output| self.govern(output));
                 let governed = governed.map_err(|error| {
                     if ran && error.code == ErrorCode::Overflow {
                         error.detail("applied", json!(true))
@@ -347,10 +347,10 @@ impl ServerCore {
                         result
                     }
                     Err(error) => {
-                        self.record_outcome(tool, &caller.id, error.code.as_str());
-                        if let (Some(key), Some(reason)) = (key, refusal_reason(&error)) {
-                            self.record_refusal(key, reason).await;
+                        if let Some(key) = key {
+                            self.record_failure(key, &error).await;
                         }
+                        self.record_outcome(tool, &caller.id, error.code.as_str());
                         crate::results::failure(&error)
                     }
                 };
@@ -388,19 +388,36 @@ impl ServerCore {
         })
     }
 
-    /// Records a refused confirmation in the audit log (best effort: the refusal itself is
-    /// what the client gets either way).
-    async fn record_refusal(&self, key: CallKey, reason: &'static str) {
+    /// Records in the audit log, off the async workers, what a failure leaves there: an
+    /// overflow (`tc.governor.overflow`, counted) or a refused confirmation
+    /// (`tc.elicit.refused`). Best effort: the client gets its answer either way.
+    async fn record_failure(&self, key: CallKey, error: &ToolError) {
+        let overflow = (error.code == ErrorCode::Overflow).then(|| {
+            let details = error.details.as_ref();
+            let field = |name: &str| details.and_then(|d| d[name].as_u64()).unwrap_or(0);
+            (field("result_size"), field("limit"))
+        });
+        let reason = refusal_reason(error);
+        if overflow.is_none() && reason.is_none() {
+            return;
+        }
         let recorded = self
-            .blocking("recording the refusal", move |pipeline| {
-                pipeline
-                    .gate()
-                    .record_refusal(&key.binding(), reason)
-                    .map_err(|_| ToolError::internal("recording the refusal"))
+            .blocking("recording the failure", move |pipeline| {
+                let call = key.binding();
+                let gate = pipeline.gate();
+                let written = match (overflow, reason) {
+                    (Some((size, limit)), _) => gate.record_overflow(&call, size, limit),
+                    (None, Some(reason)) => gate.record_refusal(&call, reason),
+                    (None, None) => Ok(()),
+                };
+                written.map_err(|_| ToolError::internal("recording the failure"))
             })
             .await;
         if recorded.is_err() {
-            tracing::warn!(reason, "could not record tc.elicit.refused");
+            tracing::warn!(
+                code = error.code.as_str(),
+                "could not record the failure's event"
+            );
         }
     }
 
@@ -523,11 +540,7 @@ impl ServerCore {
     // r[impl governor.counted]
     // r[impl governor.shared]
     /// The governor stage: the result object serialized once under the cap, or `overflow`.
-    fn govern(
-        &self,
-        key: Option<&CallKey>,
-        output: ToolOutput,
-    ) -> Result<CallToolResult, ToolError> {
+    fn govern(&self, output: ToolOutput) -> Result<CallToolResult, ToolError> {
         let admitted = match output {
             ToolOutput::Value(value) => match self.governor.serialize_bounded(&value) {
                 Ok(bytes) => Ok((value, bytes)),
@@ -549,19 +562,8 @@ impl ServerCore {
         };
         match admitted {
             Ok((value, bytes)) => Ok(crate::results::success_from_bytes(value, bytes)),
-            Err(overflow) => {
-                if let Some(key) = key
-                    && let Err(error) = self.gate().record_overflow(
-                        &key.binding(),
-                        overflow.result_size_lower_bound as u64,
-                        overflow.limit as u64,
-                    )
-                {
-                    tracing::warn!(%error, "could not record tc.governor.overflow");
-                }
-                Err(ToolError::new(ErrorCode::Overflow, overflow.to_string())
-                    .with_details(overflow.details()))
-            }
+            Err(overflow) => Err(ToolError::new(ErrorCode::Overflow, overflow.to_string())
+                .with_details(overflow.details())),
         }
     }
 
