@@ -167,8 +167,17 @@ async fn every_read_notes_page_is_under_the_cap_as_sent() {
     .await;
     let refusal = mcp_support::failure(&result);
     assert_eq!(refusal["code"], "overflow");
-    let json_alone = 150; // {"path":"w.md","mode":"create",…,"content_hash":"<64 hex>","bytes":1}
-    assert!(json_alone < 450);
+    // The same call's result object under the default cap: its JSON alone fits in 450.
+    let roomy = Harness::new();
+    let roomy_client = connect(roomy.core.clone(), legacy(Reply::Approve)).await;
+    let fits = call(
+        &roomy_client,
+        "write_note",
+        json!({"path": "w.md", "content": "w"}),
+    )
+    .await;
+    let json_alone = serde_json::to_string(&success(&fits)).unwrap().len();
+    assert!(json_alone < 450, "{json_alone}");
     assert!(
         refusal["details"]["result_size"].as_u64().unwrap() > 450,
         "{refusal}"
