@@ -232,7 +232,12 @@ impl ServerCore {
             bindings.push(binding);
         }
         let vault_ids = config.vaults.iter().map(|v| v.id.clone()).collect();
-        let registry = crate::registry().map_err(|e| BuildError::Registry(e.to_string()))?;
+        let setup = tc_tools::SubsystemSetup {
+            cache_dir: parts.cache_dir,
+            clock: Arc::clone(&parts.clock),
+        };
+        let registry =
+            crate::registry(config, &setup).map_err(|e| BuildError::Registry(e.to_string()))?;
         let cap = usize::try_from(config.governor.max_response_bytes)
             .map_err(|_| BuildError::Cap(config.governor.max_response_bytes))?;
         let paging = PagingSetup {

@@ -21,9 +21,14 @@ pub mod serve;
 pub mod stdio;
 pub mod trips;
 
-/// The tools this server offers: each subsystem crate's `register`, in `tools/list` order.
-/// Adding a subsystem adds a line here; the dispatch pipeline does not change.
-pub fn registry() -> Result<tc_tools::Registry, tc_tools::RegistryBuildError> {
+/// The tools this server offers: each subsystem crate's `register`, in `tools/list` order,
+/// given its part of `config` and `setup` (where its tables live, the clock). Adding a
+/// subsystem adds a line here; the dispatch pipeline does not change.
+pub fn registry(
+    config: &config::Config,
+    setup: &tc_tools::SubsystemSetup<'_>,
+) -> Result<tc_tools::Registry, tc_tools::RegistryBuildError> {
+    let _ = (config, setup);
     let mut registry = tc_tools::Registry::new();
     tc_notes::register(&mut registry)?;
     Ok(registry)

@@ -12,6 +12,7 @@
 //! through one `register(...)`; the pipeline never changes when a tool is added.
 
 pub mod context;
+pub mod db;
 pub mod error;
 pub mod paging;
 pub mod pipeline;
@@ -20,16 +21,19 @@ pub use refusals::shell_word;
 pub mod registry;
 pub mod schema;
 pub mod summary;
+#[cfg(feature = "testing")]
+pub mod testing;
 pub mod tool;
 
 pub use context::{
     BindingError, CallControl, CallerContext, CancelSource, CancellationFlag, NoProgress,
     ProgressSink, ToolCx, VaultBinding,
 };
+pub use db::{SubsystemDb, SubsystemDbError};
 pub use error::{ErrorCode, Recovery, ToolError};
 pub use paging::{PageLimits, PagingSetup, wire_cost};
 pub use pipeline::{Approval, Pipeline, Prepared};
-pub use registry::{Registry, RegistryBuildError, ToolDef};
+pub use registry::{Registry, RegistryBuildError, SubsystemSetup, ToolDef};
 pub use summary::{Summary, escape_for_terminal, redact_secrets};
 pub use tool::{
     Annotations, Gating, HandlerFailure, Payload, Precheck, TargetState, Tool, ToolOutput,

@@ -137,10 +137,43 @@ impl fmt::Debug for ParsedArgs {
 pub enum RegistryBuildError {
     #[error(transparent)]
     MissingConfirmationTargets(#[from] RegistryError),
+    /// A subsystem could not set itself up (its tables, its configuration, its engine).
+    #[error("{subsystem}: {message}")]
+    Subsystem {
+        subsystem: &'static str,
+        message: String,
+    },
     #[error("tool `{tool}` is registered twice")]
     Duplicate { tool: String },
     #[error("tool `{tool}` has an input schema that does not compile: {error}")]
     Schema { tool: String, error: SchemaError },
+}
+
+/// What a subsystem's `register` is given beside the registry: where its tables live
+/// (`<cache_dir>/cache.db`, opened with [`crate::db::SubsystemDb`]; secrets and caches never
+/// go inside a vault) and the server's clock.
+#[derive(Clone)]
+pub struct SubsystemSetup<'a> {
+    pub cache_dir: &'a std::path::Path,
+    pub clock: Arc<dyn tc_gate::clock::Clock>,
+}
+
+impl fmt::Debug for SubsystemSetup<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SubsystemSetup")
+            .field("cache_dir", &self.cache_dir)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RegistryBuildError {
+    /// A subsystem's set-up failure, with the sentence that says what went wrong.
+    pub fn subsystem(subsystem: &'static str, error: impl fmt::Display) -> Self {
+        RegistryBuildError::Subsystem {
+            subsystem,
+            message: error.to_string(),
+        }
+    }
 }
 
 /// The tools a server offers, by name, in registration order.
