@@ -25,7 +25,7 @@ use globset::{Glob, GlobBuilder, GlobMatcher};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::path::VaultPath;
+use crate::path::{VaultPath, VaultRoot};
 
 /// `[vaults.acl]` as written in the config file.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -256,6 +256,38 @@ impl Acl {
     /// Shorthand for listings, which leave out what the caller may not read.
     pub fn can_read(&self, path: &VaultPath, scopes: &Scopes) -> bool {
         self.check(AclOp::Read, path, scopes).is_ok()
+    }
+
+    // r[impl vault.path.links-judged-at-target]
+    /// [`Acl::check`] on the caller's spelling and on every place in the vault a link on
+    /// the path really leads to ([`VaultRoot::link_targets`]), so a link never grants more
+    /// than its target allows. A path whose links cannot be resolved is judged on its
+    /// spelling alone here: its reads and writes refuse it with `path_invalid` themselves.
+    pub fn check_at(
+        &self,
+        root: &VaultRoot,
+        op: AclOp,
+        path: &VaultPath,
+        scopes: &Scopes,
+    ) -> Result<(), AclDenied> {
+        self.check(op, path, scopes)?;
+        for target in root.link_targets(path).unwrap_or_default() {
+            self.check(op, &target, scopes)
+                .map_err(|denied| AclDenied {
+                    path: path.as_str().to_owned(),
+                    op,
+                    reason: format!(
+                        "the path leads through a link to {target}, and there {}",
+                        denied.reason
+                    ),
+                })?;
+        }
+        Ok(())
+    }
+
+    /// [`Acl::can_read`] judged at the link targets as well ([`Acl::check_at`]).
+    pub fn can_read_at(&self, root: &VaultRoot, path: &VaultPath, scopes: &Scopes) -> bool {
+        self.check_at(root, AclOp::Read, path, scopes).is_ok()
     }
 }
 

@@ -30,7 +30,7 @@ use serde_json::{Value, json};
 
 use crate::acl::{GlobConfigError, compile_glob};
 use crate::note::parse_note;
-use crate::path::VaultPath;
+use crate::path::{VaultPath, VaultRoot};
 
 /// One `[[vaults.conventions]]` entry as written in the config file.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -235,6 +235,34 @@ impl Conventions {
                     path: intent.path.as_str().to_owned(),
                 });
             }
+        }
+        Ok(())
+    }
+
+    // r[impl vault.path.links-judged-at-target]
+    /// [`Conventions::judge`] at the caller's spelling and at every place in the vault a
+    /// link on the path really leads to ([`VaultRoot::link_targets`]). A path whose links
+    /// cannot be resolved is judged at its spelling alone: the write refuses it itself.
+    pub fn judge_at(
+        &self,
+        root: &VaultRoot,
+        intent: &WriteIntent,
+    ) -> Result<(), ConventionBlocked> {
+        self.judge(intent)?;
+        for target in root.link_targets(&intent.path).unwrap_or_default() {
+            let at_target = WriteIntent {
+                path: target.clone(),
+                ..intent.clone()
+            };
+            self.judge(&at_target)
+                .map_err(|blocked| ConventionBlocked {
+                    rule: format!(
+                        "{} (the path leads through a link to {target})",
+                        blocked.rule
+                    ),
+                    path: intent.path.as_str().to_owned(),
+                    ..blocked
+                })?;
         }
         Ok(())
     }

@@ -2,7 +2,8 @@
 //!
 //! The layers, bottom up:
 //! - [`path`]: caller strings judged into [`VaultPath`]s, resolved against the root without
-//!   leaving it;
+//!   leaving it; [`locate`]: where a path really leads through links, for the rules that
+//!   judge it there;
 //! - [`vault`]: reading, hashing, atomic writing, moving, copying, deleting notes, and the
 //!   delete snapshots `restore_note` restores from;
 //! - [`note`], [`links`], [`tasks`]: what is inside a note (frontmatter, wikilinks and
@@ -21,6 +22,7 @@ pub mod acl;
 pub mod conventions;
 pub mod error;
 pub mod links;
+pub mod locate;
 pub mod note;
 pub mod path;
 pub mod rewrite;

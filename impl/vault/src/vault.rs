@@ -241,7 +241,23 @@ impl Vault {
     /// bytes. The size is re-checked while reading, in case the note grew meanwhile.
     pub fn read_limited(&self, path: &VaultPath, limit: u64) -> VaultResult<NoteContent> {
         let location = self.root.resolve_for_read(path)?;
-        let meta = note_metadata(path, &location)?;
+        // Opened component by component without following links, then judged on the open
+        // file: what is read is what was resolved (spec `vault.path.links-judged-at-target`).
+        let relative = location.strip_prefix(self.root.path()).map_err(|_| {
+            VaultError::invalid(
+                path.as_str(),
+                "the path leads out of the vault through a link",
+            )
+        })?;
+        let file = crate::locate::open_beneath(self.root.path(), relative, path)?;
+        let meta = file
+            .metadata()
+            .map_err(|e| VaultError::io(path.as_str(), "inspect", e))?;
+        if !meta.is_file() {
+            return Err(VaultError::NoteNotFound {
+                path: path.as_str().to_owned(),
+            });
+        }
         let too_large = |size| VaultError::TooLarge {
             path: path.as_str().to_owned(),
             size,
@@ -250,7 +266,6 @@ impl Vault {
         if meta.len() > limit {
             return Err(too_large(meta.len()));
         }
-        let file = File::open(&location).map_err(|e| not_found_or_io(path, "read", e))?;
         let capacity = usize::try_from(meta.len()).unwrap_or(0);
         let mut bytes = Vec::with_capacity(capacity);
         file.take(limit.saturating_add(1))
@@ -280,9 +295,21 @@ impl Vault {
         bytes: &[u8],
         precondition: &Precondition,
     ) -> VaultResult<WriteOutcome> {
+        self.write_with_mode(path, bytes, precondition, None)
+    }
+
+    /// [`Vault::write`] giving a new note the permission bits `mode` (a restore gives back
+    /// the mode the note had); `None` keeps an overwritten note's mode, else the usual one.
+    fn write_with_mode(
+        &self,
+        path: &VaultPath,
+        bytes: &[u8],
+        precondition: &Precondition,
+        mode: Option<u32>,
+    ) -> VaultResult<WriteOutcome> {
         let target = self.root.resolve_for_write(path)?;
         let _held = self.lock_notes(path, &[&target])?;
-        write_locked(path, &target, bytes, precondition)
+        write_locked(path, &target, bytes, precondition, mode)
     }
 
     /// Deletes a note for good (no snapshot).
@@ -354,7 +381,7 @@ impl LockedNote<'_> {
 
     /// Writes the note as [`Vault::write`] does, under the lock already held.
     pub fn write(&self, bytes: &[u8], precondition: &Precondition) -> VaultResult<WriteOutcome> {
-        write_locked(self.path, &self.target, bytes, precondition)
+        write_locked(self.path, &self.target, bytes, precondition, None)
     }
 }
 
@@ -365,13 +392,14 @@ fn write_locked(
     target: &Path,
     bytes: &[u8],
     precondition: &Precondition,
+    mode: Option<u32>,
 ) -> VaultResult<WriteOutcome> {
     // Hash the current note only when the precondition compares hashes.
     let hash_it = matches!(precondition, Precondition::HashIs(_));
     let current = current_state(path, target, hash_it)?;
     check_precondition(path, precondition, current.as_deref())?;
     let no_clobber = matches!(precondition, Precondition::MustNotExist);
-    write_atomic(path, target, bytes, no_clobber)?;
+    write_atomic(path, target, bytes, no_clobber, mode)?;
     Ok(WriteOutcome {
         hash: content_hash(bytes),
         created: current.is_none(),
@@ -484,6 +512,7 @@ fn write_atomic(
     target: &Path,
     bytes: &[u8],
     no_clobber: bool,
+    mode: Option<u32>,
 ) -> VaultResult<()> {
     create_parent(path, target)?;
     let dir = target.parent().unwrap_or(Path::new("."));
@@ -493,10 +522,15 @@ fn write_atomic(
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
-        // Keep an overwritten note's mode; a new note gets the usual 0644 (less the umask).
-        let mode = fs::metadata(target).map_or(0o644, |m| m.permissions().mode() & 0o7777);
+        // The mode asked for (a restore's), else an overwritten note's own; a new note gets
+        // the usual 0644 (less the umask).
+        let mode = mode.unwrap_or_else(|| {
+            fs::metadata(target).map_or(0o644, |m| m.permissions().mode() & 0o7777)
+        });
         builder.permissions(fs::Permissions::from_mode(mode));
     }
+    #[cfg(not(unix))]
+    let _ = mode;
     let mut temp = builder.tempfile_in(dir).map_err(io_err)?;
     temp.write_all(bytes).map_err(io_err)?;
     temp.as_file().sync_all().map_err(io_err)?;

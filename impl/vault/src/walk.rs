@@ -468,7 +468,8 @@ fn error_details(error: &VaultError) -> Value {
 ///   note that can never fit becomes a `too_large` errors entry and is skipped. (An errors
 ///   entry is emitted first on a page even if the budget is smaller than it, so a budget
 ///   too small for anything still advances; the governor then judges the response.)
-/// - The ACL is checked for every note when the page reaches it.
+/// - The ACL is checked for every note when the page reaches it, at its spelling and at
+///   every place a link on its path leads to (spec `vault.path.links-judged-at-target`).
 /// - A candidate is consumed only when its entry is emitted, reported or omitted; an entry
 ///   that does not fit is left for the next page (and read again there).
 pub fn fill_page<I, E>(request: &PageRequest<'_>, candidates: I, encoder: &mut E) -> Page
@@ -481,24 +482,29 @@ where
     while let Some(candidate) = candidates.peek() {
         let outcome = match candidate {
             Candidate::Refused { path, error } => Outcome::Error(error_entry(path, error)),
-            Candidate::Path(path) => match request.acl.check(AclOp::Read, path, request.scopes) {
-                Err(denied) => match request.denied {
-                    DeniedPolicy::Omit => Outcome::Omit,
-                    DeniedPolicy::Report => {
-                        Outcome::Error(error_entry(path.as_str(), &VaultError::from(denied)))
-                    }
-                },
-                Ok(()) => match encoder.encode(request.vault, path, request.budget) {
-                    Ok(bytes) => match String::from_utf8(bytes) {
-                        Ok(text) => Outcome::Note(text.into_boxed_str()),
-                        Err(e) => Outcome::Error(error_entry(
-                            path.as_str(),
-                            &VaultError::io(path.as_str(), "encode", io::Error::other(e)),
-                        )),
+            Candidate::Path(path) => {
+                match request
+                    .acl
+                    .check_at(request.vault.root(), AclOp::Read, path, request.scopes)
+                {
+                    Err(denied) => match request.denied {
+                        DeniedPolicy::Omit => Outcome::Omit,
+                        DeniedPolicy::Report => {
+                            Outcome::Error(error_entry(path.as_str(), &VaultError::from(denied)))
+                        }
                     },
-                    Err(error) => Outcome::Error(error_entry(path.as_str(), &error)),
-                },
-            },
+                    Ok(()) => match encoder.encode(request.vault, path, request.budget) {
+                        Ok(bytes) => match String::from_utf8(bytes) {
+                            Ok(text) => Outcome::Note(text.into_boxed_str()),
+                            Err(e) => Outcome::Error(error_entry(
+                                path.as_str(),
+                                &VaultError::io(path.as_str(), "encode", io::Error::other(e)),
+                            )),
+                        },
+                        Err(error) => Outcome::Error(error_entry(path.as_str(), &error)),
+                    },
+                }
+            }
         };
         let page_empty = page.notes.is_empty() && page.errors.is_empty();
         match outcome {

@@ -106,6 +106,8 @@ pub fn snapshot_dir_for(cache_dir: &Path, vault_id: &str) -> VaultResult<PathBuf
 
 const SNAPSHOT_META: &str = "meta.json";
 const SNAPSHOT_CONTENT: &str = "content";
+/// The deleted note's permission bits, in octal, so a restore gives them back.
+const SNAPSHOT_MODE: &str = "mode";
 
 impl Vault {
     /// Snapshots the note outside the vault, then deletes it (`delete_note` without
@@ -123,7 +125,7 @@ impl Vault {
         fs::rename(&target, &aside).map_err(|e| not_found_or_io(path, "delete", e))?;
         let snapshot = fs::read(&aside)
             .map_err(|e| VaultError::io(path.as_str(), "read for snapshot", e))
-            .and_then(|bytes| self.store_snapshot(path, &bytes));
+            .and_then(|bytes| self.store_snapshot(path, &bytes, file_mode(&aside)));
         match snapshot {
             Ok(info) => {
                 fs::remove_file(&aside).map_err(|e| VaultError::io(path.as_str(), "delete", e))?;
@@ -145,7 +147,9 @@ impl Vault {
     pub fn restore(&self, path: &VaultPath, id: Option<&str>) -> VaultResult<SnapshotInfo> {
         let info = self.find_snapshot(path, id)?;
         let bytes = self.read_snapshot(&info)?;
-        self.write(path, &bytes, &Precondition::MustNotExist)?;
+        // r[impl vault.snapshot.restore-mode]
+        let mode = self.snapshot_mode(&info);
+        self.write_with_mode(path, &bytes, &Precondition::MustNotExist, mode)?;
         Ok(info)
     }
 
@@ -163,6 +167,16 @@ impl Vault {
             ));
         }
         Ok(bytes)
+    }
+
+    /// The file mode the note had when it was deleted, when the snapshot recorded one
+    /// (snapshots written before modes were recorded restore with the usual mode).
+    fn snapshot_mode(&self, info: &SnapshotInfo) -> Option<u32> {
+        let text = fs::read_to_string(self.snapshot_dir.join(info.id.as_str()).join(SNAPSHOT_MODE))
+            .ok()?;
+        u32::from_str_radix(text.trim(), 8)
+            .ok()
+            .filter(|mode| *mode <= 0o7777)
     }
 
     /// The snapshot `restore` would use, without restoring it (for the confirmation
@@ -231,7 +245,12 @@ impl Vault {
         Ok(info)
     }
 
-    fn store_snapshot(&self, path: &VaultPath, bytes: &[u8]) -> VaultResult<SnapshotInfo> {
+    fn store_snapshot(
+        &self,
+        path: &VaultPath,
+        bytes: &[u8],
+        mode: Option<u32>,
+    ) -> VaultResult<SnapshotInfo> {
         let created_ms = self.clock.now_ms();
         let id = SnapshotId(format!("{:013}-{}", created_ms.max(0), self.nonce_hex()));
         let info = SnapshotInfo {
@@ -252,6 +271,13 @@ impl Vault {
         let meta = serde_json::to_vec(&info).map_err(|e| io_err(io::Error::other(e)))?;
         let result = write_synced(&partial.join(SNAPSHOT_CONTENT), bytes)
             .and_then(|()| write_synced(&partial.join(SNAPSHOT_META), &meta))
+            .and_then(|()| match mode {
+                Some(mode) => write_synced(
+                    &partial.join(SNAPSHOT_MODE),
+                    format!("{mode:o}\n").as_bytes(),
+                ),
+                None => Ok(()),
+            })
             .and_then(|()| sync_dir(&partial))
             .and_then(|()| fs::rename(&partial, self.snapshot_dir.join(id.as_str())))
             .and_then(|()| sync_dir(&self.snapshot_dir));
@@ -266,6 +292,22 @@ impl Vault {
         let mut nonce = [0u8; 8];
         self.entropy.fill(&mut nonce);
         hex::encode(nonce)
+    }
+}
+
+/// The permission bits of the file at `location` (`None` where there are none to keep).
+fn file_mode(location: &Path) -> Option<u32> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        fs::metadata(location)
+            .ok()
+            .map(|meta| meta.permissions().mode() & 0o7777)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = location;
+        None
     }
 }
 
@@ -367,6 +409,35 @@ mod tests {
                 .unwrap_err()
                 .code(),
             "note_not_found"
+        );
+    }
+
+    // r[verify vault.snapshot.restore-mode]
+    #[cfg(unix)]
+    #[test]
+    fn a_restored_note_keeps_its_mode() {
+        use std::os::unix::fs::PermissionsExt;
+        let f = TempVault::new();
+        let path = p("private/key.md");
+        f.vault.write(&path, b"mine", &Precondition::None).unwrap();
+        let file = f.vault.root().path().join("private/key.md");
+        fs::set_permissions(&file, fs::Permissions::from_mode(0o600)).unwrap();
+        f.vault.snapshot_and_delete(&path).unwrap();
+        assert!(!file.exists());
+        f.vault.restore(&path, None).unwrap();
+        assert_eq!(fs::read(&file).unwrap(), b"mine");
+        assert_eq!(
+            fs::metadata(&file).unwrap().permissions().mode() & 0o777,
+            0o600,
+            "the restored note has the mode it had when it was deleted"
+        );
+        // A wider mode comes back too (less nothing: the mode is set, not derived).
+        fs::set_permissions(&file, fs::Permissions::from_mode(0o640)).unwrap();
+        f.vault.snapshot_and_delete(&path).unwrap();
+        f.vault.restore(&path, None).unwrap();
+        assert_eq!(
+            fs::metadata(&file).unwrap().permissions().mode() & 0o777,
+            0o640
         );
     }
 
