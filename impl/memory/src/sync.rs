@@ -1,0 +1,378 @@
+//! Keeping the notes in step with the store (spec/memory.md `memory.sync.*`,
+//! `memory.edits.inside-refused`, `memory.note.write-gate`).
+//!
+//! A change to the graph runs inside one SQLite transaction ([`transact`]): the change
+//! itself, then a plan of every note it re-renders (the changed entity's, and the notes of
+//! the entities at the other end of a changed relation), each planned against the note as
+//! it is on disk. Planning refuses a note a person edited inside the store's section, and
+//! the vault's write gate judges each planned note. A tool's precheck runs the same
+//! transaction and rolls it back ([`Mode::Plan`]), so its refusals come before anything
+//! changes and it knows the exact note paths to declare for the folder ACL; its handler
+//! runs it again ([`Mode::Apply`]), writes the notes (each under its note lock, only if it
+//! is still as planned), records what it wrote, and commits. A write that fails undoes the
+//! notes written before it, and the transaction rolls back, so the store and the notes
+//! never disagree about a change that was refused.
+
+use std::collections::BTreeSet;
+
+use rusqlite::{Connection, TransactionBehavior};
+use serde_json::json;
+use tc_tools::{ErrorCode, HandlerFailure, ToolCx, ToolError};
+use tc_vault::conventions::{ContentFacts, Prior, WriteIntent, WriteKind};
+use tc_vault::error::VaultError;
+use tc_vault::path::{FolderPath, VaultPath};
+use tc_vault::vault::{NoteContent, Precondition};
+
+use crate::names::{note_path, suffixed_note_path};
+use crate::render::{self, BEGIN, END};
+use crate::store::{self, Entity, entity_id};
+use crate::Memory;
+
+/// One note a change re-renders.
+#[derive(Debug, Clone)]
+pub struct NotePlan {
+    pub entity: i64,
+    pub path: VaultPath,
+    /// The note as it was when planned; `None` when there was none.
+    pub current: Option<NoteContent>,
+    pub new: Vec<u8>,
+    pub owned_hash: String,
+}
+
+impl NotePlan {
+    /// Whether the note would change.
+    pub fn changes(&self) -> bool {
+        self.current.as_ref().is_none_or(|c| c.bytes != self.new)
+    }
+
+    fn intent(&self) -> WriteIntent {
+        let (kind, prior) = match &self.current {
+            Some(content) => (
+                WriteKind::Overwrite,
+                Prior::Known(ContentFacts::of(&content.bytes)),
+            ),
+            None => (WriteKind::Create, Prior::Absent),
+        };
+        WriteIntent::new(self.path.clone(), kind, &self.new, prior)
+    }
+}
+
+/// A note a change wrote.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+pub struct NoteWritten {
+    pub path: String,
+    /// Whether the note did not exist before.
+    pub created: bool,
+    pub content_hash: String,
+}
+
+pub(crate) fn db_error(_: rusqlite::Error) -> ToolError {
+    ToolError::internal("reading or writing the memory tables")
+}
+
+pub(crate) fn entity_not_found(id: &str) -> ToolError {
+    ToolError::new(
+        ErrorCode::EntityNotFound,
+        format!("no entity {id:?} in this vault's memory"),
+    )
+    .with_details(json!({"entity_id": id}))
+    .with_recovery(
+        "use an id that upsert_entity or search_entities returned for this vault",
+        None,
+    )
+}
+
+// r[impl memory.edits.inside-refused]
+pub(crate) fn edited_by_hand(path: &VaultPath) -> ToolError {
+    ToolError::new(
+        ErrorCode::ConcurrentModification,
+        format!(
+            "the note {} was edited by hand inside its memory section (the lines between \
+             {BEGIN} and {END}, or its memory_* keys); the store does not overwrite a person's \
+             edit, so nothing was changed",
+            path.as_str()
+        ),
+    )
+    .with_details(json!({"path": path.as_str(), "reason": "edited_inside_memory_section"}))
+    .with_recovery(
+        "ask the person to move their edit outside the memory section (or undo it), then send \
+         the call again",
+        None,
+    )
+}
+
+/// The folder notes go under in the call's vault.
+pub(crate) fn folder(memory: &Memory, cx: &ToolCx<'_>) -> Result<FolderPath, ToolError> {
+    memory
+        .config(cx.vault().id())
+        .folder_path()
+        .map_err(|reason| ToolError::internal(&format!("reading memory.folder ({reason})")))
+}
+
+fn free(
+    cx: &ToolCx<'_>,
+    conn: &Connection,
+    entity: &Entity,
+    path: &VaultPath,
+) -> Result<bool, ToolError> {
+    if store::path_taken(conn, &entity.vault, path.as_str(), Some(entity.id)).map_err(db_error)? {
+        return Ok(false);
+    }
+    Ok(match cx.vault().read_if_exists(path)? {
+        None => true,
+        // A note there is another's, unless it carries this entity's own id.
+        Some(content) => {
+            render::note_entity_id(&content.text()).as_deref() == Some(&entity_id(entity.id))
+        }
+    })
+}
+
+// r[impl memory.note.path-collision]
+fn choose_path(
+    cx: &ToolCx<'_>,
+    conn: &Connection,
+    folder: &FolderPath,
+    entity: &Entity,
+) -> Result<VaultPath, ToolError> {
+    let first = note_path(folder, &entity.kind, &entity.name)?;
+    if free(cx, conn, entity, &first)? {
+        return Ok(first);
+    }
+    let second = suffixed_note_path(folder, &entity.kind, &entity.name)?;
+    if free(cx, conn, entity, &second)? {
+        return Ok(second);
+    }
+    Err(VaultError::NoteExists {
+        path: second.as_str().to_owned(),
+    }
+    .into())
+}
+
+/// The plan of `entity`'s note as the store holds it now (`None` when not materialized).
+pub(crate) fn plan_note(
+    cx: &ToolCx<'_>,
+    conn: &Connection,
+    folder: &FolderPath,
+    entity: &Entity,
+) -> Result<Option<NotePlan>, ToolError> {
+    if !entity.materialized {
+        return Ok(None);
+    }
+    let (path, known) = match &entity.note_path {
+        Some(path) => (VaultPath::parse_note(path)?, true),
+        None => (choose_path(cx, conn, folder, entity)?, false),
+    };
+    let current = cx.vault().read_if_exists(&path)?;
+    if let (Some(content), true) = (&current, known) {
+        let found = render::found_section(&content.text());
+        let intact = found.is_some_and(|section| {
+            Some(render::owned_hash(&section)).as_deref() == entity.owned_hash.as_deref()
+        });
+        if !intact {
+            return Err(edited_by_hand(&path));
+        }
+    }
+    // The note's own path must be in place before the section is rendered, so a
+    // relation to itself links to it.
+    let placed = Entity {
+        note_path: Some(path.as_str().to_owned()),
+        ..entity.clone()
+    };
+    let (outgoing, incoming) = store::links_of(conn, entity.id).map_err(db_error)?;
+    let fix = |links: Vec<store::Link>| -> Vec<store::Link> {
+        links
+            .into_iter()
+            .map(|mut link| {
+                if link.other.id == entity.id {
+                    link.other.note_path = placed.note_path.clone();
+                }
+                link
+            })
+            .collect()
+    };
+    let section = render::section(&placed, &fix(outgoing), &fix(incoming));
+    let text = current.as_ref().map(|c| c.text().into_owned());
+    let new = render::compose(text.as_deref(), &section)
+        .map_err(|e| ToolError::from(e.at(&path)))?
+        .into_bytes();
+    Ok(Some(NotePlan {
+        entity: entity.id,
+        path,
+        current,
+        new,
+        owned_hash: render::owned_hash(&section),
+    }))
+}
+
+/// Whether [`transact`] only plans (a precheck) or applies.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Mode<'a> {
+    /// Roll back after planning.
+    Plan,
+    /// Write the planned notes and commit; every note must be one of `declared` (the paths
+    /// the precheck declared for the folder ACL).
+    Apply { declared: &'a [VaultPath] },
+}
+
+/// What a change hands back: its own result and the entities whose notes it re-renders.
+pub(crate) struct Changed<T> {
+    pub value: T,
+    pub render: Vec<i64>,
+}
+
+/// What [`transact`] did.
+#[derive(Debug)]
+pub(crate) struct Outcome<T> {
+    pub value: T,
+    /// The plans of the notes that change (in Plan mode) or changed (in Apply mode).
+    pub plans: Vec<NotePlan>,
+    /// The notes written (Apply mode).
+    pub written: Vec<NoteWritten>,
+}
+
+/// A last step of an Apply, between the note writes and the commit (delete_entity removes
+/// its own note there); an error undoes the note writes and rolls back.
+pub(crate) type Finish<'a> = &'a mut dyn FnMut(&Connection) -> Result<(), HandlerFailure>;
+
+/// Runs `change` in one transaction, then plans, judges and (in Apply mode) writes the
+/// notes of the entities it names (see the module documentation).
+pub(crate) fn transact<T>(
+    memory: &Memory,
+    cx: &ToolCx<'_>,
+    mode: Mode<'_>,
+    change: impl FnOnce(&Connection) -> Result<Changed<T>, ToolError>,
+    finish: Option<Finish<'_>>,
+) -> Result<Outcome<T>, HandlerFailure> {
+    let folder = folder(memory, cx)?;
+    let mut guard = memory.db().lock();
+    let tx = guard
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(db_error)?;
+    let changed = change(&tx)?;
+    let mut plans = Vec::new();
+    let mut seen = BTreeSet::new();
+    for id in changed.render {
+        if !seen.insert(id) {
+            continue;
+        }
+        let Some(entity) = store::get(&tx, cx.vault().id(), id).map_err(db_error)? else {
+            continue;
+        };
+        if let Some(plan) = plan_note(cx, &tx, &folder, &entity)?
+            && plan.changes()
+        {
+            plans.push(plan);
+        }
+    }
+    let declared = match mode {
+        Mode::Plan => {
+            for plan in &plans {
+                cx.judge(&plan.intent())
+                    .map_err(|blocked| ToolError::convention(&blocked))?;
+            }
+            drop(tx);
+            return Ok(Outcome {
+                value: changed.value,
+                plans,
+                written: Vec::new(),
+            });
+        }
+        Mode::Apply { declared } => declared,
+    };
+    for plan in &plans {
+        if !declared.contains(&plan.path) {
+            return Err(ToolError::new(
+                ErrorCode::ConcurrentModification,
+                format!(
+                    "the memory changed while this call was prepared: it would now also \
+                     write {}; nothing was changed",
+                    plan.path.as_str()
+                ),
+            )
+            .with_details(json!({"path": plan.path.as_str(), "reason": "memory_changed"}))
+            .with_recovery("send the call again", None)
+            .into());
+        }
+        cx.judge(&plan.intent())
+            .map_err(HandlerFailure::ConventionBlockedBeforeWrite)?;
+    }
+    let mut written: Vec<(NotePlan, NoteWritten)> = Vec::new();
+    let result = (|| -> Result<(), HandlerFailure> {
+        for plan in &plans {
+            let outcome = write_planned(cx, plan)?;
+            written.push((plan.clone(), outcome));
+            store::set_note(&tx, plan.entity, plan.path.as_str(), &plan.owned_hash)
+                .map_err(db_error)?;
+        }
+        if let Some(finish) = finish {
+            finish(&tx)?;
+        }
+        tx.commit().map_err(db_error)?;
+        Ok(())
+    })();
+    if let Err(failure) = result {
+        undo(cx, &written);
+        return Err(failure);
+    }
+    let (plans, written) = written.into_iter().unzip();
+    Ok(Outcome {
+        value: changed.value,
+        plans,
+        written,
+    })
+}
+
+// r[impl memory.note.write-gate]
+/// Writes one planned note under its lock, only if it is still as planned.
+fn write_planned(cx: &ToolCx<'_>, plan: &NotePlan) -> Result<NoteWritten, ToolError> {
+    cx.vault().with_note_lock(&plan.path, |locked| {
+        let now = locked.read_if_exists()?;
+        if now.as_ref().map(|c| &c.hash) != plan.current.as_ref().map(|c| &c.hash) {
+            return Err(ToolError::from(VaultError::ConcurrentModification {
+                path: plan.path.as_str().to_owned(),
+                expected: plan
+                    .current
+                    .as_ref()
+                    .map_or("absent", |c| c.hash.as_str())
+                    .to_owned(),
+                actual: now.as_ref().map_or("absent", |c| c.hash.as_str()).to_owned(),
+            }));
+        }
+        let guard = match &plan.current {
+            Some(content) => Precondition::HashIs(content.hash.clone()),
+            None => Precondition::MustNotExist,
+        };
+        let outcome = locked.write(&plan.new, &guard)?;
+        Ok(NoteWritten {
+            path: plan.path.as_str().to_owned(),
+            created: outcome.created,
+            content_hash: outcome.hash,
+        })
+    })
+}
+
+/// Puts back the notes a failed change wrote (each only if it is still as written).
+fn undo(cx: &ToolCx<'_>, written: &[(NotePlan, NoteWritten)]) {
+    for (plan, outcome) in written.iter().rev() {
+        let still_ours = cx
+            .vault()
+            .read_if_exists(&plan.path)
+            .ok()
+            .flatten()
+            .is_some_and(|c| c.hash == outcome.content_hash);
+        if !still_ours {
+            continue;
+        }
+        let _ = match &plan.current {
+            Some(old) => cx
+                .vault()
+                .write(
+                    &plan.path,
+                    &old.bytes,
+                    &Precondition::HashIs(outcome.content_hash.clone()),
+                )
+                .map(|_| ()),
+            None => cx.vault().delete(&plan.path),
+        };
+    }
+}
