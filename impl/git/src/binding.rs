@@ -31,13 +31,7 @@ pub fn fingerprint(head: &HeadState, index: &gix::index::State) -> StateFp {
     let reference = head.reference.as_deref().unwrap_or("");
     let commit = head.commit_hex().unwrap_or_default();
     let count = (entries.len() as u64).to_be_bytes();
-    fingerprint_custom(&[
-        TAG,
-        reference.as_bytes(),
-        commit.as_bytes(),
-        &count,
-        &buf,
-    ])
+    fingerprint_custom(&[TAG, reference.as_bytes(), commit.as_bytes(), &count, &buf])
 }
 
 // r[impl drift.residual.remote-git]

@@ -52,7 +52,9 @@ pub fn identity(repo: &gix::Repository) -> Result<Identity, ToolError> {
         Some(Err(_)) | None => return Err(missing(repo, "author")),
     };
     let committer = match repo.committer() {
-        Some(Ok(signature)) => signature.to_owned().map_err(|_| missing(repo, "committer"))?,
+        Some(Ok(signature)) => signature
+            .to_owned()
+            .map_err(|_| missing(repo, "committer"))?,
         Some(Err(_)) | None => return Err(missing(repo, "committer")),
     };
     Ok(Identity { author, committer })

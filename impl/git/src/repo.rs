@@ -83,17 +83,17 @@ fn no_repo(root: &Path, enclosing: Option<&Path>) -> ToolError {
 // r[impl git.repo.enclosing]
 /// Opens the repository whose work tree is `root`, or answers `git_no_repo`.
 pub fn open(root: &Path, options: &GitOptions) -> Result<gix::Repository, ToolError> {
-    let canonical_root = root.canonicalize().map_err(|_| failed("reading the vault root"))?;
+    let canonical_root = root
+        .canonicalize()
+        .map_err(|_| failed("reading the vault root"))?;
     let has_dot_git = std::fs::symlink_metadata(canonical_root.join(".git")).is_ok();
-    if has_dot_git {
-        if let Ok(repo) = gix::open_opts(&canonical_root, options.open_options()) {
-            let own = repo
-                .workdir()
-                .and_then(|dir| dir.canonicalize().ok())
-                .is_some_and(|dir| dir == canonical_root);
-            if own {
-                return Ok(repo);
-            }
+    if has_dot_git && let Ok(repo) = gix::open_opts(&canonical_root, options.open_options()) {
+        let own = repo
+            .workdir()
+            .and_then(|dir| dir.canonicalize().ok())
+            .is_some_and(|dir| dir == canonical_root);
+        if own {
+            return Ok(repo);
         }
     }
     let enclosing = canonical_root.parent().and_then(|parent| {
@@ -216,7 +216,10 @@ pub struct StagedChange {
 
 /// The staged changes (index against HEAD's tree), by path, conflicts left out (they are
 /// reported on their own).
-pub fn staged_changes(head_tree: &gix::index::State, index: &gix::index::State) -> Vec<StagedChange> {
+pub fn staged_changes(
+    head_tree: &gix::index::State,
+    index: &gix::index::State,
+) -> Vec<StagedChange> {
     use std::collections::BTreeMap;
     let tree: BTreeMap<&BStr, (Mode, ObjectId)> = head_tree
         .entries()
@@ -231,7 +234,10 @@ pub fn staged_changes(head_tree: &gix::index::State, index: &gix::index::State) 
             seen.insert(path);
             continue;
         }
-        if entry.flags.contains(gix::index::entry::Flags::INTENT_TO_ADD) {
+        if entry
+            .flags
+            .contains(gix::index::entry::Flags::INTENT_TO_ADD)
+        {
             continue;
         }
         seen.insert(path);

@@ -18,8 +18,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use tc_tools::{
-    Annotations, ErrorCode, Gating, HandlerFailure, Precheck, TargetState, Tool, ToolCx,
-    ToolError, ToolSpec,
+    Annotations, ErrorCode, Gating, HandlerFailure, Precheck, TargetState, Tool, ToolCx, ToolError,
+    ToolSpec,
 };
 use tc_vault::acl::AclOp;
 use tc_vault::path::VaultPath;
@@ -87,13 +87,20 @@ fn on_disk(full: &Path) -> Result<Option<OnDisk>, ToolError> {
         let bytes = std::fs::read(full).map_err(|_| failed("reading a file to stage"))?;
         let exec = is_executable(&meta);
         (
-            if exec { Mode::FILE_EXECUTABLE } else { Mode::FILE },
+            if exec {
+                Mode::FILE_EXECUTABLE
+            } else {
+                Mode::FILE
+            },
             bytes,
         )
     } else if meta.is_dir() {
         return Err(ToolError::new(
             ErrorCode::PathInvalid,
-            format!("{} is a folder; name the files in it to stage", full.display()),
+            format!(
+                "{} is a folder; name the files in it to stage",
+                full.display()
+            ),
         )
         .with_details(json!({"reason": "folder"})));
     } else {
@@ -138,9 +145,10 @@ pub fn stage_paths(
         let before = index
             .entry_by_path_and_stage(rela, Stage::Unconflicted)
             .map(|e| (e.mode, e.id));
-        let conflicted = index.entries().iter().any(|e| {
-            e.stage() != Stage::Unconflicted && e.path(&index) == rela
-        });
+        let conflicted = index
+            .entries()
+            .iter()
+            .any(|e| e.stage() != Stage::Unconflicted && e.path(&index) == rela);
         let disk = on_disk(&root.join(path.as_str()))?;
         // Any previous entries of the path (conflict stages included) go; the new one, if
         // any, is pushed below.

@@ -248,7 +248,12 @@ fn stage_refuses_hostile_paths_folders_and_unknown_files_and_stages_nothing() {
         .copied()
         .filter(|p| !p.ends_with(".txt"))
         .collect();
-    hostile.extend([".obsidian/app.json", ".trash/x.md", "link.md", ".GIT/config"]);
+    hostile.extend([
+        ".obsidian/app.json",
+        ".trash/x.md",
+        "link.md",
+        ".GIT/config",
+    ]);
     for path in hostile {
         let refusal = fx
             .call("git_stage", json!({"paths": ["notes/ok.md", path]}))
@@ -285,7 +290,10 @@ fn stage_is_judged_by_the_folder_acl_for_write() {
     fx.put("notes/b.md", "b");
     fx.put("private/p.md", "p");
     let refusal = fx
-        .call("git_stage", json!({"paths": ["notes/b.md", "private/p.md"]}))
+        .call(
+            "git_stage",
+            json!({"paths": ["notes/b.md", "private/p.md"]}),
+        )
         .unwrap_err();
     assert_eq!(refusal.code, ErrorCode::AclDenied, "{refusal}");
     assert_eq!(refusal.details.as_ref().unwrap()["path"], "private/p.md");
@@ -307,7 +315,10 @@ fn a_locked_index_is_refused_and_left_alone() {
         .unwrap_err();
     assert_eq!(refusal.code, ErrorCode::InvalidInput);
     assert_eq!(refusal.details.as_ref().unwrap()["reason"], "index_locked");
-    assert!(fx.root.join(".git/index.lock").exists(), "not ours to remove");
+    assert!(
+        fx.root.join(".git/index.lock").exists(),
+        "not ours to remove"
+    );
     std::fs::remove_file(fx.root.join(".git/index.lock")).unwrap();
     assert_eq!(porcelain(&fx.root), ["?? notes/b.md"]);
 }

@@ -91,5 +91,8 @@ pub fn make_conflict(fx: &Fx<Git>) {
     fx.put("notes/a.md", "ours\n");
     git(&fx.root, &["commit", "-q", "-am", "ours"]);
     let merge = git_output(&fx.root, &["merge", "-q", "other"]);
-    assert!(!merge.status.success(), "the merge should stop on the conflict");
+    assert!(
+        !merge.status.success(),
+        "the merge should stop on the conflict"
+    );
 }
