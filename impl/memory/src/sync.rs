@@ -258,10 +258,13 @@ pub(crate) fn transact<T>(
         let Some(entity) = store::get(&tx, cx.vault().id(), id).map_err(db_error)? else {
             continue;
         };
-        if let Some(plan) = plan_note(cx, &tx, &folder, &entity)?
-            && plan.changes()
-        {
-            plans.push(plan);
+        if let Some(plan) = plan_note(cx, &tx, &folder, &entity)? {
+            // Recorded now, so the notes planned after it link to its path.
+            store::set_note(&tx, plan.entity, plan.path.as_str(), &plan.owned_hash)
+                .map_err(db_error)?;
+            if plan.changes() {
+                plans.push(plan);
+            }
         }
     }
     let declared = match mode {
@@ -301,8 +304,6 @@ pub(crate) fn transact<T>(
         for plan in &plans {
             let outcome = write_planned(cx, plan)?;
             written.push((plan.clone(), outcome));
-            store::set_note(&tx, plan.entity, plan.path.as_str(), &plan.owned_hash)
-                .map_err(db_error)?;
         }
         if let Some(finish) = finish {
             finish(&tx)?;
