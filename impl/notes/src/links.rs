@@ -21,12 +21,12 @@ use tc_tools::{
 use tc_vault::acl::AclOp;
 use tc_vault::conventions::{ContentFacts, Prior, WriteIntent, WriteKind};
 use tc_vault::error::VaultError;
-use tc_vault::links::{LinkMatcher, LinkRewrite, find_links, validate_link_target};
+use tc_vault::links::{LinkMatcher, LinkResolver, LinkRewrite, find_links, validate_link_target};
 use tc_vault::path::{FolderPath, VaultPath};
 use tc_vault::rewrite::{RewritePlan, build_resolver, plan_rewrite};
 use tc_vault::vault::{NoteContent, Precondition};
 
-use crate::common::{check_prev_hash, not_found, note};
+use crate::common::{check_prev_hash, link_sources, not_found, note, plan_over};
 
 fn yes() -> bool {
     true
@@ -87,23 +87,33 @@ fn plan_for(cx: &ToolCx<'_>, args: &RewriteLinkArgs) -> Result<RewritePlan, Tool
         Some(folder) => FolderPath::parse(folder)?,
         None => FolderPath::root(),
     };
-    let resolver = build_resolver(cx.vault())?;
-    let matcher = LinkMatcher::for_target(&resolver, &args.from_target);
-    let rewrite = LinkRewrite {
-        matcher: &matcher,
-        new_target: &args.to_target,
-        include_embeds: args.include_embeds,
-    };
     let acl = &cx.binding.acl;
     let scopes = &cx.caller.scopes;
     let include = |p: &VaultPath| acl.can_read(p, scopes);
-    Ok(plan_rewrite(
-        cx.vault(),
-        &folder,
-        &resolver,
-        &rewrite,
-        &include,
-    )?)
+    let plan_with = |resolver: &LinkResolver, notes: Option<&[VaultPath]>| {
+        let matcher = LinkMatcher::for_target(resolver, &args.from_target);
+        let rewrite = LinkRewrite {
+            matcher: &matcher,
+            new_target: &args.to_target,
+            include_embeds: args.include_embeds,
+        };
+        match notes {
+            Some(notes) => plan_over(cx, notes, &folder, resolver, &rewrite, &include),
+            None => Ok(plan_rewrite(
+                cx.vault(),
+                &folder,
+                resolver,
+                &rewrite,
+                &include,
+            )?),
+        }
+    };
+    // A link can only resolve to a file of the target's name, so the notes the index names
+    // for it are every note the rewrite can touch.
+    match link_sources(cx, &[&args.from_target])? {
+        Some(found) => plan_with(&found.resolver, Some(&found.notes)),
+        None => plan_with(&build_resolver(cx.vault())?, None),
+    }
 }
 
 // r[impl drift.bind.rewrite-link]
@@ -315,7 +325,17 @@ pub struct PruneHubLinks;
 /// The hub note without its links that resolve to no file, and the targets removed. A
 /// line left with nothing but a list or task marker is dropped whole.
 fn prune(cx: &ToolCx<'_>, text: &str) -> Result<(String, Vec<String>), ToolError> {
-    let resolver = build_resolver(cx.vault())?;
+    // Only the hub is read; the index, when it can answer, spares the walk of the vault
+    // that resolving its links would otherwise need.
+    let indexed = link_sources(cx, &[])?;
+    let scanned;
+    let resolver = match &indexed {
+        Some(found) => found.resolver.as_ref(),
+        None => {
+            scanned = build_resolver(cx.vault())?;
+            &scanned
+        }
+    };
     let dead: Vec<_> = find_links(text)
         .into_iter()
         .filter(|l| !l.target.trim().is_empty() && resolver.resolve(&l.target).is_none())

@@ -13,12 +13,14 @@ use tc_tools::{
 use tc_vault::acl::AclOp;
 use tc_vault::conventions::{ContentFacts, ConventionBlocked, Prior, WriteIntent, WriteKind};
 use tc_vault::error::VaultError;
-use tc_vault::links::validate_link_target;
-use tc_vault::path::VaultPath;
+use tc_vault::links::{LinkMatcher, LinkRewrite, validate_link_target};
+use tc_vault::path::{FolderPath, VaultPath};
 use tc_vault::rewrite::{RewritePlan, build_resolver, plan_backlinks};
 use tc_vault::vault::Precondition;
 
-use crate::common::{exists_error, guard_for, not_found, note, preflight, read_as_observed};
+use crate::common::{
+    exists_error, guard_for, link_sources, not_found, note, plan_over, preflight, read_as_observed,
+};
 
 fn yes() -> bool {
     true
@@ -125,11 +127,41 @@ fn backlink_plan(
     from: &VaultPath,
     to: &VaultPath,
 ) -> Result<RewritePlan, ToolError> {
-    let resolver = build_resolver(cx.vault())?;
     let acl = &cx.binding.acl;
     let scopes = &cx.caller.scopes;
     let include = |p: &VaultPath| acl.can_read(p, scopes) || p == from;
-    let (plan, _) = plan_backlinks(cx.vault(), &resolver, from, to, &include)?;
+    let Some(found) = link_sources(cx, &[from.as_str()])? else {
+        let resolver = build_resolver(cx.vault())?;
+        let (plan, _) = plan_backlinks(cx.vault(), &resolver, from, to, &include)?;
+        return Ok(plan);
+    };
+    // The same plan as plan_backlinks, over the notes the index names as linking to a file
+    // of the moved note's name (no other note can hold a link that resolves to it).
+    let resolver = found.resolver.as_ref();
+    let mut after = resolver.clone();
+    after.remove(from);
+    after.insert(to.clone());
+    let new_target = after.link_text_for(to);
+    let matcher = LinkMatcher::Resolved(from.clone());
+    let rewrite = LinkRewrite {
+        matcher: &matcher,
+        new_target: &new_target,
+        include_embeds: true,
+    };
+    let mut plan = plan_over(
+        cx,
+        &found.notes,
+        &FolderPath::root(),
+        resolver,
+        &rewrite,
+        &include,
+    )?;
+    for note in &mut plan.notes {
+        if &note.path == from {
+            note.path = to.clone();
+        }
+    }
+    plan.notes.sort_by(|a, b| a.path.cmp(&b.path));
     Ok(plan)
 }
 

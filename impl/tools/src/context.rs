@@ -2,24 +2,56 @@
 //! setup, and the call's controls (cancellation and progress) (spec/dispatch.md
 //! `dispatch.scopes`; spec/tools.md `tools.progress`, `tools.cancellation`).
 
+use std::any::Any;
 use std::fmt;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use tc_gate::clock::Clock;
 use tc_vault::acl::{Acl, AclConfig, AclOp, GlobConfigError, Scopes};
 use tc_vault::conventions::{
     ConventionBlocked, ConventionConfig, ConventionConfigError, Conventions, WriteIntent,
 };
+use tc_vault::links::LinkResolver;
 use tc_vault::path::VaultPath;
 use tc_vault::tasks::Date;
 use tc_vault::vault::Vault;
 use tc_vault::wiki::WikiSealer;
 
+use crate::error::ToolError;
 use crate::paging::PagingSetup;
 
+/// What the link tools ask of the vault's index (spec/index.md `index.links.*`): the
+/// vault's files for link resolution and the notes that may link to a name, both as of a
+/// reconciliation with the files done by this very call. The index only narrows which
+/// notes are read: a tool still reads every note it plans over, and judges its links
+/// against the file it read.
+///
+/// tc-tools defines it and the index crate implements it, so the note tools use the index
+/// without depending on it.
+pub trait LinkIndex: Send + Sync + fmt::Debug {
+    /// Reconciles the index with the files, then returns the resolver over every file of the
+    /// vault and the notes holding a link whose target names one of `names` (a path or a
+    /// link target; compared as Obsidian compares them: by the last segment,
+    /// case-insensitively, without `.md`). `Ok(None)` when the index cannot answer yet (its
+    /// first build is still running): the caller scans the vault instead.
+    fn link_candidates(&self, names: &[&str]) -> Result<Option<LinkCandidates>, ToolError>;
+
+    /// The implementation, for the index crate's own tools.
+    fn as_any(&self) -> &dyn Any;
+}
+
+/// The answer of [`LinkIndex::link_candidates`].
+#[derive(Debug, Clone)]
+pub struct LinkCandidates {
+    pub resolver: Arc<LinkResolver>,
+    /// The notes that may link to one of the names, in path order.
+    pub notes: Vec<VaultPath>,
+}
+
 /// One vault as the tools see it: the vault, its folder ACL (and whether it is read-only),
-/// its conventions and the sealer of its generated wiki pages.
+/// its conventions, the sealer of its generated wiki pages, and its index when search is
+/// enabled.
 #[derive(Debug)]
 pub struct VaultBinding {
     pub vault: Vault,
@@ -28,6 +60,9 @@ pub struct VaultBinding {
     pub read_only: bool,
     pub conventions: Conventions,
     pub sealer: WikiSealer,
+    /// Attached once, after the binding is made (the server attaches it when `[search]` is
+    /// enabled; a test attaches it to its fixture's binding).
+    index: OnceLock<Arc<dyn LinkIndex>>,
 }
 
 /// A vault's ACL or conventions that do not compile.
@@ -56,7 +91,18 @@ impl VaultBinding {
             read_only: acl.is_some_and(|config| config.read_only),
             conventions: Conventions::compile(conventions)?,
             sealer,
+            index: OnceLock::new(),
         })
+    }
+
+    /// Attaches the vault's index; `false` (and nothing changes) when one is attached already.
+    pub fn attach_index(&self, index: Arc<dyn LinkIndex>) -> bool {
+        self.index.set(index).is_ok()
+    }
+
+    /// The vault's index, when one is attached.
+    pub fn index(&self) -> Option<&Arc<dyn LinkIndex>> {
+        self.index.get()
     }
 }
 

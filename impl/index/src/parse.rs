@@ -1,0 +1,398 @@
+//! What the index keeps of one note, read from its bytes (spec/index.md `index.facts`,
+//! `index.chunks`, `index.links.name-key`).
+//!
+//! Links come from tc-vault's own parser ([`tc_vault::links::find_links`]: the same
+//! syntax, code-block rules and escaped pipes the link tools rewrite with), so the index
+//! and the tools can never disagree on what a link is. The index stores each link's target
+//! as written and its name key (the last segment, lowercase, without `.md`), not the file it
+//! resolves to: resolution depends on every other file of the vault (a new `Plan.md`
+//! nearer the root changes where `[[Plan]]` goes), so it is done at query time against the
+//! current file set, exactly as Obsidian re-resolves. A link can only resolve to a file of
+//! the same name key, which is what makes the key a sound filter.
+//!
+//! Chunks follow the headings: each section under a heading is one chunk, cut at paragraph
+//! boundaries into pieces of at most [`MAX_CHUNK_WORDS`] words, each carrying the heading
+//! path it sits under, so a search hit says where in the note it is.
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+use tc_vault::links::find_links;
+use tc_vault::note::{Frontmatter, split_frontmatter};
+use tc_vault::vault::content_hash;
+
+/// The most words one chunk holds (a few hundred tokens).
+pub const MAX_CHUNK_WORDS: usize = 300;
+
+/// One outgoing wikilink or embed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LinkFact {
+    /// The target as written (`Plan`, `folder/Plan.md`, `img.png`).
+    pub target: String,
+    /// [`name_key`] of the target.
+    pub name_key: String,
+    pub embed: bool,
+}
+
+/// One heading of a note.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Heading {
+    pub level: u8,
+    pub text: String,
+}
+
+/// One searchable piece of a note.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Chunk {
+    /// The headings it sits under, outermost first, joined with ` > `; empty before the
+    /// first heading.
+    pub heading: String,
+    pub body: String,
+}
+
+/// What the index keeps of a note.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NoteFacts {
+    pub hash: String,
+    pub frontmatter_keys: Vec<String>,
+    /// Frontmatter `tags`/`tag` and inline `#tags`, lowercase, without `#`, deduplicated.
+    pub tags: Vec<String>,
+    pub headings: Vec<Heading>,
+    pub links: Vec<LinkFact>,
+    pub chunks: Vec<Chunk>,
+}
+
+// r[impl index.links.name-key]
+/// The name a link target or a file path is known by for resolution: the last segment,
+/// lowercase, without a leading `/` and without the `.md` of notes. A link resolves to a
+/// file only if both have the same name key (tc-vault's resolver looks files up by it).
+pub fn name_key(target: &str) -> String {
+    let text = target.trim().trim_start_matches('/');
+    let text = if text.len() > 3
+        && text.is_char_boundary(text.len() - 3)
+        && text[text.len() - 3..].eq_ignore_ascii_case(".md")
+    {
+        &text[..text.len() - 3]
+    } else {
+        text
+    };
+    let lower = text.to_lowercase();
+    match lower.rsplit_once('/') {
+        Some((_, last)) => last.to_owned(),
+        None => lower,
+    }
+}
+
+static INLINE_TAG: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?:^|[\s(,;])#([\p{L}\p{N}_/\-]+)").expect("the inline tag pattern compiles")
+});
+
+/// Whether a line opens or closes a fenced code block (``` or ~~~, up to three spaces in).
+fn fence_marker(line: &str) -> Option<(u8, usize)> {
+    let indent = line.len() - line.trim_start_matches(' ').len();
+    if indent > 3 {
+        return None;
+    }
+    let rest = &line[indent..];
+    let ch = *rest.as_bytes().first()?;
+    if ch != b'`' && ch != b'~' {
+        return None;
+    }
+    let run = rest.bytes().take_while(|&b| b == ch).count();
+    (run >= 3).then_some((ch, run))
+}
+
+/// An ATX heading (`# Title` … `###### Title`).
+fn heading_of(line: &str) -> Option<Heading> {
+    let trimmed = line.trim_end();
+    let indent = trimmed.len() - trimmed.trim_start_matches(' ').len();
+    if indent > 3 {
+        return None;
+    }
+    let rest = &trimmed[indent..];
+    let level = rest.bytes().take_while(|&b| b == b'#').count();
+    if !(1..=6).contains(&level) {
+        return None;
+    }
+    let after = &rest[level..];
+    if !after.is_empty() && !after.starts_with([' ', '\t']) {
+        return None;
+    }
+    let text = after.trim().trim_end_matches('#').trim_end().to_owned();
+    Some(Heading {
+        level: level as u8,
+        text,
+    })
+}
+
+/// The line without its inline code spans (a tag inside `code` is not a tag).
+fn without_code_spans(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut in_code = false;
+    for ch in line.chars() {
+        if ch == '`' {
+            in_code = !in_code;
+            out.push(' ');
+        } else if !in_code {
+            out.push(ch);
+        }
+    }
+    out
+}
+
+fn push_tag(tags: &mut Vec<String>, raw: &str) {
+    let tag = raw.trim().trim_start_matches('#').trim_end_matches('/');
+    // Obsidian: a tag needs at least one character that is not a digit.
+    if tag.is_empty() || tag.chars().all(|c| c.is_ascii_digit()) {
+        return;
+    }
+    let tag = tag.to_lowercase();
+    if !tags.contains(&tag) {
+        tags.push(tag);
+    }
+}
+
+fn frontmatter_tags(frontmatter: &Frontmatter, tags: &mut Vec<String>) {
+    let json = frontmatter.to_json();
+    for key in ["tags", "tag"] {
+        match json.get(key) {
+            Some(serde_json::Value::String(text)) => {
+                for part in text.split([',', ' ']) {
+                    push_tag(tags, part);
+                }
+            }
+            Some(serde_json::Value::Array(items)) => {
+                for item in items {
+                    if let Some(text) = item.as_str() {
+                        push_tag(tags, text);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Collects a section into chunks of at most [`MAX_CHUNK_WORDS`] words, cut at blank lines
+/// (a paragraph longer than that is cut by words).
+struct Chunker {
+    chunks: Vec<Chunk>,
+    heading: String,
+    current: String,
+    words: usize,
+}
+
+impl Chunker {
+    fn flush(&mut self) {
+        let body = self.current.trim();
+        if !body.is_empty() {
+            self.chunks.push(Chunk {
+                heading: self.heading.clone(),
+                body: body.to_owned(),
+            });
+        }
+        self.current.clear();
+        self.words = 0;
+    }
+
+    fn paragraph(&mut self, text: &str) {
+        let words = text.split_whitespace().count();
+        if words == 0 {
+            return;
+        }
+        if self.words + words > MAX_CHUNK_WORDS && self.words > 0 {
+            self.flush();
+        }
+        if words > MAX_CHUNK_WORDS {
+            let all: Vec<&str> = text.split_whitespace().collect();
+            for piece in all.chunks(MAX_CHUNK_WORDS) {
+                self.current.push_str(&piece.join(" "));
+                self.words = piece.len();
+                self.flush();
+            }
+            return;
+        }
+        if !self.current.is_empty() {
+            self.current.push_str("\n\n");
+        }
+        self.current.push_str(text.trim_end());
+        self.words += words;
+    }
+}
+
+/// Reads what the index keeps of a note from its bytes (a note that is not UTF-8 is read
+/// lossily: it is still found by its hash and size, and searched as well as it can be).
+pub fn analyze(bytes: &[u8]) -> NoteFacts {
+    let hash = content_hash(bytes);
+    let text = String::from_utf8_lossy(bytes);
+    let (frontmatter, body) = match split_frontmatter(&text) {
+        Some(span) => (Frontmatter::parse_yaml(span.yaml).ok(), span.body),
+        None => (None, text.as_ref()),
+    };
+    let mut tags = Vec::new();
+    let frontmatter_keys = match &frontmatter {
+        Some(fm) => {
+            frontmatter_tags(fm, &mut tags);
+            fm.keys()
+        }
+        None => Vec::new(),
+    };
+    let links = find_links(&text)
+        .into_iter()
+        .filter(|l| !l.target.trim().is_empty())
+        .map(|l| LinkFact {
+            name_key: name_key(&l.target),
+            target: l.target,
+            embed: l.embed,
+        })
+        .collect();
+
+    let mut headings = Vec::new();
+    let mut path: Vec<Heading> = Vec::new();
+    let mut chunker = Chunker {
+        chunks: Vec::new(),
+        heading: String::new(),
+        current: String::new(),
+        words: 0,
+    };
+    let mut paragraph = String::new();
+    let mut fence: Option<(u8, usize)> = None;
+    for line in body.lines() {
+        if let Some((ch, len)) = fence {
+            if fence_marker(line).is_some_and(|(c, l)| c == ch && l >= len)
+                && line.trim().bytes().all(|b| b == ch)
+            {
+                fence = None;
+            }
+            paragraph.push_str(line);
+            paragraph.push('\n');
+            continue;
+        }
+        if let Some(marker) = fence_marker(line) {
+            fence = Some(marker);
+            paragraph.push_str(line);
+            paragraph.push('\n');
+            continue;
+        }
+        if let Some(heading) = heading_of(line) {
+            chunker.paragraph(&paragraph);
+            paragraph.clear();
+            chunker.flush();
+            path.retain(|h| h.level < heading.level);
+            path.push(heading.clone());
+            chunker.heading = path
+                .iter()
+                .map(|h| h.text.as_str())
+                .collect::<Vec<_>>()
+                .join(" > ");
+            headings.push(heading);
+            continue;
+        }
+        for found in INLINE_TAG.captures_iter(&without_code_spans(line)) {
+            push_tag(&mut tags, &found[1]);
+        }
+        if line.trim().is_empty() {
+            chunker.paragraph(&paragraph);
+            paragraph.clear();
+        } else {
+            paragraph.push_str(line);
+            paragraph.push('\n');
+        }
+    }
+    chunker.paragraph(&paragraph);
+    chunker.flush();
+    NoteFacts {
+        hash,
+        frontmatter_keys,
+        tags,
+        headings,
+        links,
+        chunks: chunker.chunks,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use tc_vault::links::LinkResolver;
+    use tc_vault::path::VaultPath;
+
+    // r[verify index.facts]
+    #[test]
+    fn facts_of_a_note() {
+        let note = "---\ntags: [Project, area/work]\nstatus: open\n---\n# Plan\nIntro #idea and `#notatag` #2024\n\n## Goals\nSee [[Other|o]] and ![[img.png]] [[#local]]\n```\n# not a heading #nottag [[notalink]]\n```\n";
+        let facts = analyze(note.as_bytes());
+        assert_eq!(facts.frontmatter_keys, ["tags", "status"]);
+        assert_eq!(facts.tags, ["project", "area/work", "idea"]);
+        let headings: Vec<(u8, &str)> = facts
+            .headings
+            .iter()
+            .map(|h| (h.level, h.text.as_str()))
+            .collect();
+        assert_eq!(headings, [(1, "Plan"), (2, "Goals")]);
+        let links: Vec<(&str, &str, bool)> = facts
+            .links
+            .iter()
+            .map(|l| (l.target.as_str(), l.name_key.as_str(), l.embed))
+            .collect();
+        assert_eq!(
+            links,
+            [("Other", "other", false), ("img.png", "img.png", true)]
+        );
+        let chunks: Vec<&str> = facts.chunks.iter().map(|c| c.heading.as_str()).collect();
+        assert_eq!(chunks, ["Plan", "Plan > Goals"]);
+        assert!(facts.chunks[1].body.contains("# not a heading"));
+        assert_eq!(facts.hash, content_hash(note.as_bytes()));
+    }
+
+    // r[verify index.chunks]
+    #[test]
+    fn long_sections_are_cut_at_paragraphs_and_words() {
+        let para = vec!["word"; 200].join(" ");
+        let huge = vec!["big"; 700].join(" ");
+        let note = format!("# A\n{para}\n\n{para}\n\n{huge}\n# B\nshort\n");
+        let facts = analyze(note.as_bytes());
+        let sizes: Vec<(String, usize)> = facts
+            .chunks
+            .iter()
+            .map(|c| (c.heading.clone(), c.body.split_whitespace().count()))
+            .collect();
+        assert_eq!(
+            sizes,
+            [
+                ("A".to_owned(), 200),
+                ("A".to_owned(), 200),
+                ("A".to_owned(), 300),
+                ("A".to_owned(), 300),
+                ("A".to_owned(), 100),
+                ("B".to_owned(), 1),
+            ]
+        );
+        assert!(
+            facts
+                .chunks
+                .iter()
+                .all(|c| c.body.split_whitespace().count() <= MAX_CHUNK_WORDS)
+        );
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        // r[verify index.links.name-key]
+        /// Whatever a link resolves to has the link's name key: the index's filter never
+        /// drops a note the resolver would match.
+        #[test]
+        fn a_link_resolves_only_to_a_file_of_its_name_key(
+            files in proptest::collection::btree_set("[a-cA-C]{1,2}(/[a-cA-C]{1,2}){0,2}(\\.md|\\.png)", 1..8),
+            target in "/?([a-cA-C]{1,2}/){0,2}[a-cA-C]{1,2}(\\.md|\\.png)?",
+        ) {
+            let paths: Vec<VaultPath> = files.iter().filter_map(|f| VaultPath::parse(f).ok()).collect();
+            let resolver = LinkResolver::new(paths);
+            if let Some(file) = resolver.resolve(&target) {
+                prop_assert_eq!(name_key(file.as_str()), name_key(&target));
+            }
+        }
+    }
+}

@@ -1,0 +1,75 @@
+//! The index's tables in cache.db (spec/index.md `index.store`), migrated through
+//! [`tc_tools::SubsystemDb`] under the component name [`COMPONENT`].
+//!
+//! Every table carries the vault id, since one cache.db serves every vault of a server.
+//! `index_fts` is an FTS5 table whose rowid is `index_chunks.id`: the chunk's place (vault,
+//! note, order, heading path) lives in the ordinary table, which an index on `(vault, path)`
+//! makes cheap to replace note by note; the text lives in the FTS5 table alone.
+
+/// The component name of the index's tables in `subsystem_schema`.
+pub const COMPONENT: &str = "index";
+
+/// Append only: `MIGRATIONS[i]` takes the tables from version `i` to `i + 1`.
+pub const MIGRATIONS: &[&str] = &["CREATE TABLE index_files (
+         vault     TEXT NOT NULL,
+         path      TEXT NOT NULL,
+         size      INTEGER NOT NULL,
+         mtime_ns  INTEGER NOT NULL,
+         is_note   INTEGER NOT NULL,
+         hash      TEXT,
+         frontmatter_keys TEXT,
+         headings  TEXT,
+         PRIMARY KEY (vault, path)
+     ) STRICT, WITHOUT ROWID;
+     CREATE TABLE index_links (
+         vault    TEXT NOT NULL,
+         src      TEXT NOT NULL,
+         name_key TEXT NOT NULL,
+         target   TEXT NOT NULL,
+         embed    INTEGER NOT NULL
+     ) STRICT;
+     CREATE INDEX index_links_by_name ON index_links (vault, name_key);
+     CREATE INDEX index_links_by_src ON index_links (vault, src);
+     CREATE TABLE index_tags (
+         vault TEXT NOT NULL,
+         path  TEXT NOT NULL,
+         tag   TEXT NOT NULL,
+         PRIMARY KEY (vault, path, tag)
+     ) STRICT, WITHOUT ROWID;
+     CREATE INDEX index_tags_by_tag ON index_tags (vault, tag);
+     CREATE TABLE index_chunks (
+         id      INTEGER PRIMARY KEY,
+         vault   TEXT NOT NULL,
+         path    TEXT NOT NULL,
+         ord     INTEGER NOT NULL,
+         heading TEXT NOT NULL
+     ) STRICT;
+     CREATE INDEX index_chunks_by_path ON index_chunks (vault, path);
+     CREATE VIRTUAL TABLE index_fts USING fts5 (
+         heading, body, tokenize = 'unicode61 remove_diacritics 2'
+     );
+     CREATE TABLE index_embeddings (
+         chunk_id   INTEGER PRIMARY KEY REFERENCES index_chunks (id) ON DELETE CASCADE,
+         vault      TEXT NOT NULL,
+         model      TEXT NOT NULL,
+         generation INTEGER NOT NULL,
+         vector     BLOB NOT NULL
+     ) STRICT;
+     CREATE INDEX index_embeddings_by_vault ON index_embeddings (vault, generation);
+     CREATE TABLE index_meta (
+         vault      TEXT PRIMARY KEY NOT NULL,
+         embedding_generation INTEGER NOT NULL DEFAULT 0
+     ) STRICT;
+     CREATE TABLE captures (
+         id          INTEGER PRIMARY KEY AUTOINCREMENT,
+         vault       TEXT NOT NULL,
+         content     TEXT NOT NULL,
+         tags        TEXT NOT NULL,
+         source      TEXT,
+         target_path_hint TEXT,
+         created_ms  INTEGER NOT NULL,
+         status      TEXT NOT NULL CHECK (status IN ('pending', 'committed')),
+         committed_path TEXT,
+         committed_ms INTEGER
+     ) STRICT;
+     CREATE INDEX captures_by_status ON captures (vault, status, id);"];
