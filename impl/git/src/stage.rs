@@ -71,7 +71,7 @@ struct OnDisk {
     stat: Stat,
 }
 
-fn on_disk(full: &Path) -> Result<Option<OnDisk>, ToolError> {
+fn on_disk(full: &Path, shown: &str) -> Result<Option<OnDisk>, ToolError> {
     let meta = match std::fs::symlink_metadata(full) {
         Ok(meta) => meta,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -102,7 +102,7 @@ fn on_disk(full: &Path) -> Result<Option<OnDisk>, ToolError> {
                 full.display()
             ),
         )
-        .with_details(json!({"reason": "folder"})));
+        .with_details(json!({"path": shown, "reason": "folder"})));
     } else {
         return Ok(None);
     };
@@ -149,7 +149,7 @@ pub fn stage_paths(
             .entries()
             .iter()
             .any(|e| e.stage() != Stage::Unconflicted && e.path(&index) == rela);
-        let disk = on_disk(&root.join(path.as_str()))?;
+        let disk = on_disk(&root.join(path.as_str()), path.as_str())?;
         // Any previous entries of the path (conflict stages included) go; the new one, if
         // any, is pushed below.
         index.remove_entries(|_, entry_path, _| entry_path == rela);
