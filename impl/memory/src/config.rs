@@ -78,7 +78,10 @@ mod tests {
                 folder: bad.to_owned(),
             };
             let error = config.validate("main").unwrap_err();
-            assert!(error.to_string().contains("memory.folder"), "{bad}: {error}");
+            assert!(
+                error.to_string().contains("memory.folder"),
+                "{bad}: {error}"
+            );
         }
         MemoryConfig {
             folder: "agents/memory".to_owned(),

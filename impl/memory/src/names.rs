@@ -60,7 +60,11 @@ pub fn safe_segment(raw: &str) -> String {
 }
 
 fn join(folder: &FolderPath, kind: &str, file: &str) -> Result<VaultPath, VaultError> {
-    VaultPath::parse_note(&format!("{}/{}/{file}.md", folder.as_str(), safe_segment(kind)))
+    VaultPath::parse_note(&format!(
+        "{}/{}/{file}.md",
+        folder.as_str(),
+        safe_segment(kind)
+    ))
 }
 
 // r[impl memory.note.path]

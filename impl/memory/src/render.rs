@@ -161,8 +161,14 @@ fn yaml_scalar(text: &str) -> String {
 fn owned_lines(section: &Section) -> [(&'static str, String); 3] {
     [
         (KEY_ID, format!("{KEY_ID}: {}", yaml_scalar(&section.id))),
-        (KEY_TYPE, format!("{KEY_TYPE}: {}", yaml_scalar(&section.kind))),
-        (KEY_STATUS, format!("{KEY_STATUS}: {}", yaml_scalar(&section.status))),
+        (
+            KEY_TYPE,
+            format!("{KEY_TYPE}: {}", yaml_scalar(&section.kind)),
+        ),
+        (
+            KEY_STATUS,
+            format!("{KEY_STATUS}: {}", yaml_scalar(&section.status)),
+        ),
     ]
 }
 
@@ -218,11 +224,7 @@ fn owned_keys_hold(text: &str, section: &Section) -> bool {
 /// the end of a note that lost its markers).
 pub fn compose(existing: Option<&str>, section: &Section) -> Result<String, FrontmatterError> {
     let (yaml, body, newline) = match existing.map(|text| (text, split_frontmatter(text))) {
-        Some((_, Some(span))) => (
-            span.yaml,
-            span.body,
-            if span.crlf { "\r\n" } else { "\n" },
-        ),
+        Some((_, Some(span))) => (span.yaml, span.body, if span.crlf { "\r\n" } else { "\n" }),
         Some((text, None)) => ("", text, "\n"),
         None => ("", "", "\n"),
     };
@@ -317,13 +319,19 @@ mod tests {
         let written = compose(None, &first).unwrap();
         let edited = written
             .replace("---\nmemory_id", "---\ntags: [math]\nmemory_id")
-            .replace("<!-- memory:begin -->", "Intro by hand.\n\n<!-- memory:begin -->")
+            .replace(
+                "<!-- memory:begin -->",
+                "Intro by hand.\n\n<!-- memory:begin -->",
+            )
             + "\n## My notes\n\nShe met Babbage.\n";
         let found = found_section(&edited).unwrap();
         assert_eq!(owned_hash(&found), owned_hash(&first));
         let next = section(&ada(), &[engine()], &[]);
         let text = compose(Some(&edited), &next).unwrap();
-        assert!(text.starts_with("---\ntags: [math]\nmemory_id: e7\n"), "{text}");
+        assert!(
+            text.starts_with("---\ntags: [math]\nmemory_id: e7\n"),
+            "{text}"
+        );
         assert!(text.contains("Intro by hand.\n\n<!-- memory:begin -->\n# Ada"));
         assert!(text.ends_with("<!-- memory:end -->\n\n## My notes\n\nShe met Babbage.\n"));
         assert!(text.contains("worked_on [["));
@@ -334,9 +342,15 @@ mod tests {
         let first = section(&ada(), &[], &[]);
         let written = compose(None, &first).unwrap();
         let edited = written.replace("- born 1815", "- born 1816");
-        assert_ne!(owned_hash(&found_section(&edited).unwrap()), owned_hash(&first));
+        assert_ne!(
+            owned_hash(&found_section(&edited).unwrap()),
+            owned_hash(&first)
+        );
         let retyped = written.replace("memory_type: person", "memory_type: poet");
-        assert_ne!(owned_hash(&found_section(&retyped).unwrap()), owned_hash(&first));
+        assert_ne!(
+            owned_hash(&found_section(&retyped).unwrap()),
+            owned_hash(&first)
+        );
         let unmarked = written.replace("<!-- memory:end -->\n", "");
         assert_eq!(found_section(&unmarked), None);
     }

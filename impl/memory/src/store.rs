@@ -62,7 +62,9 @@ END;
 ";
 
 /// Whether an entity is current or kept for the record.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
     #[default]
@@ -235,6 +237,15 @@ pub fn set_note(
     conn.execute(
         "UPDATE memory_entities SET note_path = ?2, owned_hash = ?3 WHERE id = ?1",
         params![id, note_path, owned_hash],
+    )?;
+    Ok(())
+}
+
+/// Gives an entity the path its note goes to (before the note is rendered).
+pub fn set_note_path(conn: &Connection, id: i64, note_path: &str) -> rusqlite::Result<()> {
+    conn.execute(
+        "UPDATE memory_entities SET note_path = ?2 WHERE id = ?1",
+        params![id, note_path],
     )?;
     Ok(())
 }
@@ -489,10 +500,26 @@ mod tests {
     fn search_matches_name_type_and_observations_and_reads_no_syntax() {
         let db = db();
         let conn = db.lock();
-        insert(&conn, &entity("main", "person", "Ada Lovelace", &["wrote the first program"]))
-            .unwrap();
-        insert(&conn, &entity("main", "machine", "Analytical Engine", &["designed by Babbage"]))
-            .unwrap();
+        insert(
+            &conn,
+            &entity(
+                "main",
+                "person",
+                "Ada Lovelace",
+                &["wrote the first program"],
+            ),
+        )
+        .unwrap();
+        insert(
+            &conn,
+            &entity(
+                "main",
+                "machine",
+                "Analytical Engine",
+                &["designed by Babbage"],
+            ),
+        )
+        .unwrap();
         insert(&conn, &entity("other", "person", "Ada Other", &[])).unwrap();
         let names = |q: &str, kind: Option<&str>| -> Vec<String> {
             search(&conn, "main", q, kind, 0, 10)

@@ -23,10 +23,10 @@ use tc_vault::error::VaultError;
 use tc_vault::path::{FolderPath, VaultPath};
 use tc_vault::vault::{NoteContent, Precondition};
 
+use crate::Memory;
 use crate::names::{note_path, suffixed_note_path};
 use crate::render::{self, BEGIN, END};
 use crate::store::{self, Entity, entity_id};
-use crate::Memory;
 
 /// One note a change re-renders.
 #[derive(Debug, Clone)]
@@ -148,22 +148,23 @@ fn choose_path(
     .into())
 }
 
-/// The plan of `entity`'s note as the store holds it now (`None` when not materialized).
+/// The plan of `entity`'s note as the store holds it now (`None` when not materialized);
+/// `placed` when its path was chosen by this change (so a note there is not its own yet).
 pub(crate) fn plan_note(
     cx: &ToolCx<'_>,
     conn: &Connection,
-    folder: &FolderPath,
     entity: &Entity,
+    placed: bool,
 ) -> Result<Option<NotePlan>, ToolError> {
     if !entity.materialized {
         return Ok(None);
     }
-    let (path, known) = match &entity.note_path {
-        Some(path) => (VaultPath::parse_note(path)?, true),
-        None => (choose_path(cx, conn, folder, entity)?, false),
+    let Some(path) = &entity.note_path else {
+        return Err(ToolError::internal("rendering a note without its path"));
     };
+    let path = VaultPath::parse_note(path)?;
     let current = cx.vault().read_if_exists(&path)?;
-    if let (Some(content), true) = (&current, known) {
+    if let (Some(content), false) = (&current, placed) {
         let found = render::found_section(&content.text());
         let intact = found.is_some_and(|section| {
             Some(render::owned_hash(&section)).as_deref() == entity.owned_hash.as_deref()
@@ -172,25 +173,10 @@ pub(crate) fn plan_note(
             return Err(edited_by_hand(&path));
         }
     }
-    // The note's own path must be in place before the section is rendered, so a
-    // relation to itself links to it.
-    let placed = Entity {
-        note_path: Some(path.as_str().to_owned()),
-        ..entity.clone()
-    };
+    // Every path of this change is in the store already (see transact), so the links
+    // of the section point at each note, this one included.
     let (outgoing, incoming) = store::links_of(conn, entity.id).map_err(db_error)?;
-    let fix = |links: Vec<store::Link>| -> Vec<store::Link> {
-        links
-            .into_iter()
-            .map(|mut link| {
-                if link.other.id == entity.id {
-                    link.other.note_path = placed.note_path.clone();
-                }
-                link
-            })
-            .collect()
-    };
-    let section = render::section(&placed, &fix(outgoing), &fix(incoming));
+    let section = render::section(entity, &outgoing, &incoming);
     let text = current.as_ref().map(|c| c.text().into_owned());
     let new = render::compose(text.as_deref(), &section)
         .map_err(|e| ToolError::from(e.at(&path)))?
@@ -249,16 +235,28 @@ pub(crate) fn transact<T>(
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .map_err(db_error)?;
     let changed = change(&tx)?;
-    let mut plans = Vec::new();
+    // Every note gets its path first, so each note rendered after links to the others.
+    let mut entities = Vec::new();
+    let mut placed = BTreeSet::new();
     let mut seen = BTreeSet::new();
     for id in changed.render {
         if !seen.insert(id) {
             continue;
         }
-        let Some(entity) = store::get(&tx, cx.vault().id(), id).map_err(db_error)? else {
+        let Some(mut entity) = store::get(&tx, cx.vault().id(), id).map_err(db_error)? else {
             continue;
         };
-        if let Some(plan) = plan_note(cx, &tx, &folder, &entity)? {
+        if entity.materialized && entity.note_path.is_none() {
+            let path = choose_path(cx, &tx, &folder, &entity)?;
+            store::set_note_path(&tx, id, path.as_str()).map_err(db_error)?;
+            entity.note_path = Some(path.as_str().to_owned());
+            placed.insert(id);
+        }
+        entities.push(entity);
+    }
+    let mut plans = Vec::new();
+    for entity in &entities {
+        if let Some(plan) = plan_note(cx, &tx, entity, placed.contains(&entity.id))? {
             // Recorded now, so the notes planned after it link to its path.
             store::set_note(&tx, plan.entity, plan.path.as_str(), &plan.owned_hash)
                 .map_err(db_error)?;
@@ -336,7 +334,10 @@ fn write_planned(cx: &ToolCx<'_>, plan: &NotePlan) -> Result<NoteWritten, ToolEr
                     .as_ref()
                     .map_or("absent", |c| c.hash.as_str())
                     .to_owned(),
-                actual: now.as_ref().map_or("absent", |c| c.hash.as_str()).to_owned(),
+                actual: now
+                    .as_ref()
+                    .map_or("absent", |c| c.hash.as_str())
+                    .to_owned(),
             }));
         }
         let guard = match &plan.current {
@@ -375,5 +376,156 @@ fn undo(cx: &ToolCx<'_>, written: &[(NotePlan, NoteWritten)]) {
                 .map(|_| ()),
             None => cx.vault().delete(&plan.path),
         };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tc_gate::clock::SeededEntropy;
+    use tc_gate::cursor::CursorCodec;
+    use tc_gate::keys::ServerSecret;
+    use tc_tools::testing::{TempVault, binding, caller};
+    use tc_tools::{CallControl, PageLimits, PagingSetup};
+    use tc_vault::vault::snapshot_dir_for;
+
+    use crate::store::{Relation, Status};
+
+    fn entity(name: &str) -> Entity {
+        Entity {
+            id: 0,
+            vault: "main".into(),
+            kind: "person".into(),
+            name: name.into(),
+            observations: vec![format!("{name} exists")],
+            status: Status::Active,
+            materialized: true,
+            note_path: None,
+            owned_hash: None,
+            created_ms: 0,
+            updated_ms: 0,
+        }
+    }
+
+    // r[verify memory.sync.atomic]
+    #[test]
+    fn a_change_that_fails_after_writing_puts_the_notes_back_and_rolls_the_store_back() {
+        let temp = TempVault::new();
+        let secret = ServerSecret::ephemeral(&SeededEntropy::new(1));
+        let vault = temp.open(snapshot_dir_for(&temp.cache(), "main").unwrap(), 1);
+        let binding = binding(vault, &temp.cache(), &secret, None, &[]);
+        let who = caller();
+        let paging = PagingSetup {
+            codec: CursorCodec::new(&secret),
+            limits: PageLimits::new(1 << 16),
+        };
+        let control = CallControl::default();
+        let cx = ToolCx {
+            binding: &binding,
+            caller: &who,
+            clock: &temp.clock,
+            paging: &paging,
+            control: &control,
+        };
+        let memory = Memory::in_memory([]).unwrap();
+        let (a, b) = {
+            let conn = memory.db().lock();
+            (
+                store::insert(&conn, &entity("A")).unwrap().id,
+                store::insert(&conn, &entity("B")).unwrap().id,
+            )
+        };
+        let knows = Relation {
+            source: a,
+            target: b,
+            relation: "knows".into(),
+        };
+        let declared = [
+            VaultPath::parse("memory/person/A.md").unwrap(),
+            VaultPath::parse("memory/person/B.md").unwrap(),
+        ];
+        let relate = |conn: &Connection| {
+            store::relate(conn, &knows, 1).map_err(db_error)?;
+            Ok(Changed {
+                value: (),
+                render: vec![a, b],
+            })
+        };
+        let done = transact(
+            &memory,
+            &cx,
+            Mode::Apply {
+                declared: &declared,
+            },
+            relate,
+            None,
+        )
+        .unwrap();
+        assert_eq!(done.written.len(), 2);
+        let before = (
+            temp.get("memory/person/A.md"),
+            temp.get("memory/person/B.md"),
+        );
+        assert!(
+            before
+                .0
+                .as_deref()
+                .unwrap()
+                .contains("knows [[memory/person/B|B]]")
+        );
+
+        // The same kind of change, failing after both notes were written.
+        let unrelate = |conn: &Connection| {
+            store::unrelate(conn, &knows).map_err(db_error)?;
+            Ok(Changed {
+                value: (),
+                render: vec![a, b],
+            })
+        };
+        let mut fail = |_: &Connection| -> Result<(), HandlerFailure> {
+            Err(ToolError::internal("a step after the writes").into())
+        };
+        let error = transact(
+            &memory,
+            &cx,
+            Mode::Apply {
+                declared: &declared,
+            },
+            unrelate,
+            Some(&mut fail),
+        )
+        .unwrap_err();
+        assert!(matches!(error, HandlerFailure::Failed(_)));
+        assert_eq!(
+            (
+                temp.get("memory/person/A.md"),
+                temp.get("memory/person/B.md")
+            ),
+            before,
+            "both notes are as they were"
+        );
+        let conn = memory.db().lock();
+        assert_eq!(
+            store::relation_count(&conn, a).unwrap(),
+            1,
+            "the store rolled back"
+        );
+
+        // A note the change would write that the precheck did not declare: refused, nothing
+        // written.
+        drop(conn);
+        let only_a = [declared[0].clone()];
+        let error = transact(
+            &memory,
+            &cx,
+            Mode::Apply { declared: &only_a },
+            unrelate,
+            None,
+        )
+        .unwrap_err();
+        assert!(
+            matches!(error, HandlerFailure::Failed(ref e) if e.code == ErrorCode::ConcurrentModification)
+        );
+        assert_eq!(temp.get("memory/person/A.md"), before.0);
     }
 }

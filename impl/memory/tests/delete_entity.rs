@@ -17,7 +17,11 @@ const BOB: &str = "memory/person/Bob.md";
 fn setup(fx: &Fx) {
     let conn = sql();
     let ada_row: i64 = conn
-        .query_row("SELECT count(*) FROM memory_entities WHERE id = 1", [], |r| r.get(0))
+        .query_row(
+            "SELECT count(*) FROM memory_entities WHERE id = 1",
+            [],
+            |r| r.get(0),
+        )
         .unwrap();
     let seq: i64 = conn
         .query_row(
@@ -35,7 +39,10 @@ fn setup(fx: &Fx) {
         )
         .unwrap();
     }
-    assert_eq!(id_of(&upsert(fx, "person", "Ada Lovelace", &["born 1815"])), "e1");
+    assert_eq!(
+        id_of(&upsert(fx, "person", "Ada Lovelace", &["born 1815"])),
+        "e1"
+    );
     assert_eq!(id_of(&upsert(fx, "person", "Bob", &[])), "e2");
     relate(fx, "e1", "e2", "knows");
 }
@@ -46,7 +53,11 @@ fn args() -> Value {
 
 fn ada_row() -> bool {
     sql()
-        .query_row("SELECT count(*) FROM memory_entities WHERE id = 1", [], |r| r.get::<_, i64>(0))
+        .query_row(
+            "SELECT count(*) FROM memory_entities WHERE id = 1",
+            [],
+            |r| r.get::<_, i64>(0),
+        )
         .unwrap()
         == 1
 }
@@ -55,13 +66,20 @@ fn applied(fx: &Fx) {
     assert!(fx.get(ADA).is_none(), "Ada's note is gone");
     assert!(!ada_row(), "Ada's row is gone");
     let bob = fx.get(BOB).unwrap();
-    assert!(!bob.contains("Ada"), "Bob's note no longer names Ada: {bob}");
+    assert!(
+        !bob.contains("Ada"),
+        "Bob's note no longer names Ada: {bob}"
+    );
 }
 
 fn untouched(fx: &Fx) {
     assert!(fx.get(ADA).is_some());
     assert!(ada_row());
-    assert!(fx.get(BOB).unwrap().contains("[[memory/person/Ada Lovelace|Ada Lovelace]] knows"));
+    assert!(
+        fx.get(BOB)
+            .unwrap()
+            .contains("[[memory/person/Ada Lovelace|Ada Lovelace]] knows")
+    );
 }
 
 fn new_observation(fx: &Fx) {
@@ -138,11 +156,17 @@ fn a_convention_refusal_of_a_re_render_comes_before_the_gate() {
 fn drift_is_refused_on_the_verified_route_too() {
     let fx = Fx::new();
     setup(&fx);
-    let prepared = fx.pipeline.prepare(&caller(), "delete_entity", &args()).unwrap();
+    let prepared = fx
+        .pipeline
+        .prepare(&caller(), "delete_entity", &args())
+        .unwrap();
     assert!(prepared.needs_confirmation());
     let approved = prepared.state_fp().clone();
     new_observation(&fx);
-    let again = fx.pipeline.prepare(&caller(), "delete_entity", &args()).unwrap();
+    let again = fx
+        .pipeline
+        .prepare(&caller(), "delete_entity", &args())
+        .unwrap();
     let refusal = fx
         .pipeline
         .execute(&again, verified(&approved), &CallControl::default())
@@ -184,7 +208,9 @@ fn an_entity_with_relations_is_refused_before_any_confirmation_unless_cascade() 
     .unwrap();
     let plain = json!({"entity_id": "e1"});
     let token = fx.require("delete_entity", &plain);
-    let done = fx.call("delete_entity", with_token(&plain, &token)).unwrap();
+    let done = fx
+        .call("delete_entity", with_token(&plain, &token))
+        .unwrap();
     assert_eq!(done["relations_removed"], 0);
 }
 
@@ -195,7 +221,9 @@ fn the_note_goes_to_a_snapshot_restore_note_brings_back() {
     setup(&fx);
     let before = fx.get(ADA).unwrap();
     let token = fx.require("delete_entity", &args());
-    let done = fx.call("delete_entity", with_token(&args(), &token)).unwrap();
+    let done = fx
+        .call("delete_entity", with_token(&args(), &token))
+        .unwrap();
     assert_eq!(done["relations_removed"], 1);
     assert_eq!(done["entity"]["name"], "Ada Lovelace");
     let note = &done["note"];
@@ -204,11 +232,15 @@ fn the_note_goes_to_a_snapshot_restore_note_brings_back() {
     let snapshot = note["snapshot_id"].as_str().unwrap().to_owned();
     assert_eq!(done["notes_written"]["notes"][0]["path"], BOB);
     assert!(fx.get(ADA).is_none());
-    assert_code(fx.call("get_entity", json!({"entity_id": "e1"})), ErrorCode::EntityNotFound);
+    assert_code(
+        fx.call("get_entity", json!({"entity_id": "e1"})),
+        ErrorCode::EntityNotFound,
+    );
 
     let restore = json!({"path": ADA, "snapshot_id": snapshot});
     let token = fx.require("restore_note", &restore);
-    fx.call("restore_note", with_token(&restore, &token)).unwrap();
+    fx.call("restore_note", with_token(&restore, &token))
+        .unwrap();
     assert_eq!(fx.get(ADA).unwrap(), before);
     assert!(!ada_row(), "a restored note does not bring the entity back");
 }
@@ -233,7 +265,10 @@ fn permanent_keeps_no_snapshot() {
 fn the_summary_names_the_entity_its_note_relations_and_the_notes_re_rendered() {
     let fx = Fx::new();
     setup(&fx);
-    let prepared = fx.pipeline.prepare(&caller(), "delete_entity", &args()).unwrap();
+    let prepared = fx
+        .pipeline
+        .prepare(&caller(), "delete_entity", &args())
+        .unwrap();
     let summary = fx.pipeline.summary(&prepared);
     for part in [
         "delete entity e1 (person \"Ada Lovelace\") with 1 observation(s) and 1 relation(s)",
@@ -273,7 +308,10 @@ fn a_neighbour_edited_inside_its_section_refuses_the_delete_before_the_gate() {
     let bob = fx.get(BOB).unwrap().replace("# Bob\n", "# Bob, edited\n");
     fx.put(BOB, &bob);
     let requested = fx.requested();
-    assert_code(fx.call("delete_entity", args()), ErrorCode::ConcurrentModification);
+    assert_code(
+        fx.call("delete_entity", args()),
+        ErrorCode::ConcurrentModification,
+    );
     assert_eq!(fx.requested(), requested);
     assert!(ada_row());
     assert_eq!(fx.get(BOB).unwrap(), bob);

@@ -57,7 +57,12 @@ fn upsert_creates_then_adds_only_new_observations_and_renders_the_note() {
 #[test]
 fn observations_are_single_non_blank_lines_within_the_limits() {
     let fx = Fx::new();
-    for bad in [json!(["two\nlines"]), json!(["   "]), json!([""]), json!(["x".repeat(1001)])] {
+    for bad in [
+        json!(["two\nlines"]),
+        json!(["   "]),
+        json!([""]),
+        json!(["x".repeat(1001)]),
+    ] {
         let error = assert_code(
             fx.call(
                 "upsert_entity",
@@ -69,7 +74,10 @@ fn observations_are_single_non_blank_lines_within_the_limits() {
     }
     let many: Vec<String> = (0..101).map(|i| format!("o{i}")).collect();
     assert_code(
-        fx.call("upsert_entity", json!({"type": "t", "name": "n", "observations": many})),
+        fx.call(
+            "upsert_entity",
+            json!({"type": "t", "name": "n", "observations": many}),
+        ),
         ErrorCode::ValidationError,
     );
     assert_code(
@@ -98,7 +106,10 @@ fn materialize_false_keeps_no_note_and_never_removes_one() {
         json!({"type": "person", "name": "Ada Lovelace", "observations": ["y"], "materialize": false}),
     )
     .unwrap();
-    assert!(fx.get(ADA).unwrap().contains("- y\n"), "kept and re-rendered");
+    assert!(
+        fx.get(ADA).unwrap().contains("- y\n"),
+        "kept and re-rendered"
+    );
 }
 
 // r[verify memory.tools.relate]
@@ -224,7 +235,10 @@ fn a_persons_additions_outside_the_section_survive_every_re_render() {
             "memory_status: active\n",
             "memory_status: active\ntags: [math, poetry]\nid: my-own-id\n",
         )
-        .replace("<!-- memory:begin -->", "A note of mine, above.\n\n<!-- memory:begin -->")
+        .replace(
+            "<!-- memory:begin -->",
+            "A note of mine, above.\n\n<!-- memory:begin -->",
+        )
         + "\n## Reading list\n\n- Sketch of the Analytical Engine\n";
     fx.put(ADA, &edited);
     let engine = id_of(&upsert(&fx, "machine", "Analytical Engine", &[]));
@@ -282,8 +296,12 @@ fn an_edit_inside_the_section_refuses_the_re_render_and_changes_nothing() {
     assert_eq!(got["relation_count"], 0);
     // An owned key changed by hand, or a marker removed, is an edit inside too.
     for broken in [
-        edited.replace("- knew Babbage well\n", "").replace("memory_status: active", "memory_status: done"),
-        edited.replace("- knew Babbage well\n", "").replace("<!-- memory:end -->\n", ""),
+        edited
+            .replace("- knew Babbage well\n", "")
+            .replace("memory_status: active", "memory_status: done"),
+        edited
+            .replace("- knew Babbage well\n", "")
+            .replace("<!-- memory:end -->\n", ""),
     ] {
         fx.put(ADA, &broken);
         assert_code(
@@ -319,12 +337,19 @@ fn names_that_collide_or_meet_a_persons_note_take_a_suffixed_path() {
     let grace = upsert(&fx, "person", "Grace", &["x"]);
     let path = grace["entity"]["note_path"].as_str().unwrap().to_owned();
     assert!(path.starts_with("memory/person/Grace ~"), "{path}");
-    assert_eq!(fx.get("memory/person/Grace.md").unwrap(), "my own note about Grace\n");
+    assert_eq!(
+        fx.get("memory/person/Grace.md").unwrap(),
+        "my own note about Grace\n"
+    );
     let slash = upsert(&fx, "person", "a/b", &[]);
     let dash = upsert(&fx, "person", "a-b", &[]);
     assert_eq!(slash["entity"]["note_path"], "memory/person/a-b.md");
     assert_ne!(dash["entity"]["note_path"], slash["entity"]["note_path"]);
-    assert!(fx.get(dash["entity"]["note_path"].as_str().unwrap()).unwrap().contains("# a-b"));
+    assert!(
+        fx.get(dash["entity"]["note_path"].as_str().unwrap())
+            .unwrap()
+            .contains("# a-b")
+    );
     assert!(fx.get("memory/person/a-b.md").unwrap().contains("# a/b"));
 }
 
@@ -375,18 +400,50 @@ fn each_tool_needs_its_memory_scope() {
     let reader = holding(&["read:memory"]);
     let writer = holding(&["write:memory"]);
     for (who, tool, args, scope) in [
-        (&reader, "upsert_entity", json!({"type": "t", "name": "n"}), "write:memory"),
-        (&reader, "relate_entities", json!({"source": ada, "target": ada, "relation": "r"}), "write:memory"),
-        (&reader, "unrelate_entities", json!({"source": ada, "target": ada, "relation": "r"}), "write:memory"),
-        (&writer, "get_entity", json!({"entity_id": ada}), "read:memory"),
-        (&writer, "search_entities", json!({"query": "ada"}), "read:memory"),
-        (&writer, "delete_entity", json!({"entity_id": ada}), "delete:memory"),
+        (
+            &reader,
+            "upsert_entity",
+            json!({"type": "t", "name": "n"}),
+            "write:memory",
+        ),
+        (
+            &reader,
+            "relate_entities",
+            json!({"source": ada, "target": ada, "relation": "r"}),
+            "write:memory",
+        ),
+        (
+            &reader,
+            "unrelate_entities",
+            json!({"source": ada, "target": ada, "relation": "r"}),
+            "write:memory",
+        ),
+        (
+            &writer,
+            "get_entity",
+            json!({"entity_id": ada}),
+            "read:memory",
+        ),
+        (
+            &writer,
+            "search_entities",
+            json!({"query": "ada"}),
+            "read:memory",
+        ),
+        (
+            &writer,
+            "delete_entity",
+            json!({"entity_id": ada}),
+            "delete:memory",
+        ),
     ] {
         let error = assert_code(fx.call_as(who, tool, args), ErrorCode::AclDenied);
         assert_eq!(error.details.unwrap()["scope"], scope, "{tool}");
     }
-    fx.call_as(&reader, "get_entity", json!({"entity_id": ada})).unwrap();
-    fx.call_as(&writer, "upsert_entity", json!({"type": "t", "name": "n"})).unwrap();
+    fx.call_as(&reader, "get_entity", json!({"entity_id": ada}))
+        .unwrap();
+    fx.call_as(&writer, "upsert_entity", json!({"type": "t", "name": "n"}))
+        .unwrap();
 }
 
 // r[verify memory.tools.get]
@@ -437,7 +494,11 @@ fn status_is_set_by_upsert_and_shown_everywhere() {
         )
         .unwrap();
     assert_eq!(archived["entity"]["status"], "archived");
-    assert!(fx.get("memory/person/Ada.md").unwrap().contains("memory_status: archived\n"));
+    assert!(
+        fx.get("memory/person/Ada.md")
+            .unwrap()
+            .contains("memory_status: archived\n")
+    );
     let found = fx.call("search_entities", json!({"query": "ada"})).unwrap();
     assert_eq!(found["entities"][0]["status"], "archived");
     // Absent: unchanged.
@@ -450,7 +511,12 @@ fn status_is_set_by_upsert_and_shown_everywhere() {
 fn search_finds_names_types_and_observations_in_this_vault() {
     let fx = Fx::new();
     upsert(&fx, "person", "Ada Lovelace", &["wrote the first program"]);
-    upsert(&fx, "machine", "Analytical Engine", &["designed by Babbage"]);
+    upsert(
+        &fx,
+        "machine",
+        "Analytical Engine",
+        &["designed by Babbage"],
+    );
     upsert(&fx, "person", "Charles Babbage", &[]);
     let names = |args: Value| -> Vec<String> {
         fx.call("search_entities", args).unwrap()["entities"]
@@ -466,12 +532,17 @@ fn search_finds_names_types_and_observations_in_this_vault() {
     let babbage = names(json!({"query": "babbage"}));
     assert_eq!(babbage.len(), 2);
     assert_eq!(babbage[0], "Charles Babbage", "a name match ranks first");
-    assert_eq!(names(json!({"query": "babbage", "type": "machine"})), ["Analytical Engine"]);
+    assert_eq!(
+        names(json!({"query": "babbage", "type": "machine"})),
+        ["Analytical Engine"]
+    );
     assert_eq!(
         names(json!({"query": ""})),
         ["Analytical Engine", "Ada Lovelace", "Charles Babbage"]
     );
-    let hit = &fx.call("search_entities", json!({"query": "program"})).unwrap()["entities"][0];
+    let hit = &fx
+        .call("search_entities", json!({"query": "program"}))
+        .unwrap()["entities"][0];
     assert!(hit["snippet"].as_str().unwrap().contains("program"));
     assert_eq!(hit["observation_count"], 1);
 }
@@ -511,22 +582,43 @@ fn search_pages_with_a_signed_cursor_bound_to_caller_and_request() {
     let first = fx.call("search_entities", args.clone()).unwrap();
     let token = first["next_cursor"].as_str().unwrap().to_owned();
     let reason = |who: &tc_tools::CallerContext, call: Value| -> String {
-        let error = assert_code(fx.call_as(who, "search_entities", call), ErrorCode::InvalidInput);
-        error.details.unwrap()["reason"].as_str().unwrap().to_owned()
+        let error = assert_code(
+            fx.call_as(who, "search_entities", call),
+            ErrorCode::InvalidInput,
+        );
+        error.details.unwrap()["reason"]
+            .as_str()
+            .unwrap()
+            .to_owned()
     };
     let other = tc_tools::CallerContext::new("someone-else", tc_vault::Scopes::all());
-    assert_eq!(reason(&other, json!({"query": "shared", "limit": 3, "cursor": token})), "foreign");
     assert_eq!(
-        reason(&caller(), json!({"query": "shared", "limit": 4, "cursor": token})),
+        reason(
+            &other,
+            json!({"query": "shared", "limit": 3, "cursor": token})
+        ),
+        "foreign"
+    );
+    assert_eq!(
+        reason(
+            &caller(),
+            json!({"query": "shared", "limit": 4, "cursor": token})
+        ),
         "request_mismatch"
     );
     assert_eq!(
-        reason(&caller(), json!({"query": "shared", "limit": 3, "cursor": "c1.forged.x"})),
+        reason(
+            &caller(),
+            json!({"query": "shared", "limit": 3, "cursor": "c1.forged.x"})
+        ),
         "invalid"
     );
     fx.clock.advance_ms(10 * 60 * 1000);
     assert_eq!(
-        reason(&caller(), json!({"query": "shared", "limit": 3, "cursor": token})),
+        reason(
+            &caller(),
+            json!({"query": "shared", "limit": 3, "cursor": token})
+        ),
         "expired"
     );
 }
@@ -579,14 +671,24 @@ fn every_result_satisfies_its_output_schema() {
     let bob = id_of(&upsert(&fx, "person", "Bob", &[]));
     let results = [
         ("relate_entities", relate(&fx, &ada, &bob, "knows")),
-        ("get_entity", fx.call("get_entity", json!({"entity_id": ada})).unwrap()),
-        ("search_entities", fx.call("search_entities", json!({"query": "ada", "limit": 1})).unwrap()),
+        (
+            "get_entity",
+            fx.call("get_entity", json!({"entity_id": ada})).unwrap(),
+        ),
+        (
+            "search_entities",
+            fx.call("search_entities", json!({"query": "ada", "limit": 1}))
+                .unwrap(),
+        ),
         ("upsert_entity", upsert(&fx, "person", "Ada", &["p"])),
     ];
     for (tool, result) in results {
         let def = fx.pipeline.registry().get(tool).unwrap();
         let validator = jsonschema::validator_for(&def.output_schema).unwrap();
-        let errors: Vec<String> = validator.iter_errors(&result).map(|e| e.to_string()).collect();
+        let errors: Vec<String> = validator
+            .iter_errors(&result)
+            .map(|e| e.to_string())
+            .collect();
         assert!(errors.is_empty(), "{tool}: {errors:?}\n{result}");
     }
 }

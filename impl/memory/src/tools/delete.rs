@@ -91,7 +91,12 @@ fn observe(cx: &ToolCx<'_>, conn: &Connection, id_text: &str) -> Result<Observed
     };
     let Some(entity) = entity else {
         return Ok(Observed {
-            fp: fingerprint_custom(&[b"delete_entity", vault.as_bytes(), id_text.as_bytes(), b"absent"]),
+            fp: fingerprint_custom(&[
+                b"delete_entity",
+                vault.as_bytes(),
+                id_text.as_bytes(),
+                b"absent",
+            ]),
             entity: None,
             relations: Vec::new(),
             note: None,
@@ -127,7 +132,11 @@ fn observe(cx: &ToolCx<'_>, conn: &Connection, id_text: &str) -> Result<Observed
         entity.name.as_bytes(),
         observations.as_bytes(),
         entity.status.as_str().as_bytes(),
-        if entity.materialized { b"materialized" } else { b"not materialized" },
+        if entity.materialized {
+            b"materialized"
+        } else {
+            b"not materialized"
+        },
         path.as_bytes(),
         listed.as_bytes(),
         hash.as_bytes(),
@@ -142,7 +151,11 @@ fn observe(cx: &ToolCx<'_>, conn: &Connection, id_text: &str) -> Result<Observed
 
 // r[impl memory.tools.delete.relations]
 fn has_relations(id: &str, relations: &[Relation]) -> ToolError {
-    let listed: Vec<RelationView> = relations.iter().take(LISTED).map(RelationView::from).collect();
+    let listed: Vec<RelationView> = relations
+        .iter()
+        .take(LISTED)
+        .map(RelationView::from)
+        .collect();
     ToolError::new(
         ErrorCode::EntityHasRelations,
         format!(
@@ -295,7 +308,14 @@ impl Tool for DeleteEntity {
         let relations = plan
             .relations
             .iter()
-            .map(|r| format!("relation {} {} {}", entity_id(r.source), r.relation, entity_id(r.target)))
+            .map(|r| {
+                format!(
+                    "relation {} {} {}",
+                    entity_id(r.source),
+                    r.relation,
+                    entity_id(r.target)
+                )
+            })
             .collect();
         summary = summary.details_named(relations, |n| format!("[… {n} more relations]"));
         summary.details_named(
@@ -324,12 +344,14 @@ impl Tool for DeleteEntity {
             };
             let current = cx.vault().read_if_exists(path)?;
             if current.as_ref().map(|c| &c.hash) != Some(hash) {
-                return Err(ToolError::from(tc_vault::VaultError::ConcurrentModification {
-                    path: path.as_str().to_owned(),
-                    expected: hash.clone(),
-                    actual: current.map_or_else(|| "absent".to_owned(), |c| c.hash),
-                })
-                .into());
+                return Err(
+                    ToolError::from(tc_vault::VaultError::ConcurrentModification {
+                        path: path.as_str().to_owned(),
+                        expected: hash.clone(),
+                        actual: current.map_or_else(|| "absent".to_owned(), |c| c.hash),
+                    })
+                    .into(),
+                );
             }
             let deleted = if args.permanent {
                 cx.vault().delete(path)?;

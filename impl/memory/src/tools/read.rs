@@ -70,7 +70,8 @@ impl Tool for GetEntity {
     }
 
     fn precheck(&self, cx: &ToolCx<'_>, args: &GetEntityArgs) -> Result<Precheck, ToolError> {
-        let id = parse_entity_id(&args.entity_id).ok_or_else(|| entity_not_found(&args.entity_id))?;
+        let id =
+            parse_entity_id(&args.entity_id).ok_or_else(|| entity_not_found(&args.entity_id))?;
         let conn = self.0.db().lock();
         let entity = store::get(&conn, cx.vault().id(), id)
             .map_err(db_error)?
@@ -94,7 +95,8 @@ impl Tool for GetEntity {
         _precheck: &Precheck,
         _state: &TargetState,
     ) -> Result<GetEntityOutput, HandlerFailure> {
-        let id = parse_entity_id(&args.entity_id).ok_or_else(|| entity_not_found(&args.entity_id))?;
+        let id =
+            parse_entity_id(&args.entity_id).ok_or_else(|| entity_not_found(&args.entity_id))?;
         let conn = self.0.db().lock();
         let entity = store::get(&conn, cx.vault().id(), id)
             .map_err(db_error)?
@@ -195,7 +197,11 @@ impl Tool for SearchEntities {
         }
     }
 
-    fn precheck(&self, _cx: &ToolCx<'_>, _args: &SearchEntitiesArgs) -> Result<Precheck, ToolError> {
+    fn precheck(
+        &self,
+        _cx: &ToolCx<'_>,
+        _args: &SearchEntitiesArgs,
+    ) -> Result<Precheck, ToolError> {
         Ok(Precheck::free())
     }
 
@@ -211,8 +217,8 @@ impl Tool for SearchEntities {
     ) -> Result<SearchEntitiesOutput, HandlerFailure> {
         let vault = cx.vault().id();
         let now = cx.clock.now_ms();
-        let mut request = serde_json::to_value(args)
-            .map_err(|_| ToolError::internal("encoding the request"))?;
+        let mut request =
+            serde_json::to_value(args).map_err(|_| ToolError::internal("encoding the request"))?;
         request["vault"] = json!(vault);
         let digest = request_digest(&request);
         let start: u64 = match &args.cursor {
@@ -229,8 +235,15 @@ impl Tool for SearchEntities {
         let limit = u64::from(args.limit);
         let hits = {
             let conn = self.0.db().lock();
-            store::search(&conn, vault, &args.query, args.kind.as_deref(), start, limit + 1)
-                .map_err(db_error)?
+            store::search(
+                &conn,
+                vault,
+                &args.query,
+                args.kind.as_deref(),
+                start,
+                limit + 1,
+            )
+            .map_err(db_error)?
         };
         let budget = cx.paging.limits.page_budget().saturating_sub(PAGE_RESERVE);
         let mut used = 0usize;

@@ -93,8 +93,14 @@ fn precheck(
     args: &RelationArgs,
     add: bool,
 ) -> Result<Precheck, ToolError> {
-    let planned = transact(memory, cx, Mode::Plan, |conn| change(cx, conn, args, add), None)
-        .map_err(failure_error)?;
+    let planned = transact(
+        memory,
+        cx,
+        Mode::Plan,
+        |conn| change(cx, conn, args, add),
+        None,
+    )
+    .map_err(failure_error)?;
     Ok(Precheck {
         needs_confirmation: false,
         acl: declared_writes(&planned.plans),

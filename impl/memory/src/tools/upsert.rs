@@ -29,7 +29,10 @@ pub struct UpsertEntityArgs {
     pub name: String,
     /// Observations to add (one line each); those the entity already has are skipped.
     #[serde(default)]
-    #[schemars(length(max = 100), inner(length(min = 1, max = 1000), pattern(ONE_LINE)))]
+    #[schemars(
+        length(max = 100),
+        inner(length(min = 1, max = 1000), pattern(ONE_LINE))
+    )]
     pub observations: Vec<String>,
     /// Keep the entity as a note under the vault's memory folder. false never removes a
     /// note an entity already has.
@@ -191,7 +194,9 @@ impl UpsertEntity {
         let conn = self.0.db().lock();
         store::get(&conn, cx.vault().id(), id)
             .map_err(db_error)?
-            .ok_or_else(|| ToolError::internal("reading the entity back").detail("applied", json!(true)))
+            .ok_or_else(|| {
+                ToolError::internal("reading the entity back").detail("applied", json!(true))
+            })
     }
 }
 

@@ -7,10 +7,10 @@
 use std::sync::Arc;
 
 use serde_json::{Value, json};
+use tc_memory::{Memory, MemoryConfig};
 pub use tc_tools::testing::{
     NOW_MS, TempVault, Tools, caller, code, deny_write_all, forbid_all, verified, with_token,
 };
-use tc_memory::{Memory, MemoryConfig};
 use tc_tools::{CallerContext, ErrorCode, Registry, ToolError};
 use tc_vault::Scopes;
 
