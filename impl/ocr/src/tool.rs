@@ -403,7 +403,7 @@ impl Tool for OcrBulk {
         }
     }
 
-    // r[impl ocr.summary]
+    // r[impl ocr.always-gated]
     fn summary(
         &self,
         _cx: &ToolCx<'_>,

@@ -461,3 +461,58 @@ fn progress_per_file_and_a_cancel_stops_between_files() {
         "the first file was read, the rest not"
     );
 }
+
+/// Replaces `path` in the vault when the first progress report arrives.
+struct ReplaceAtFirst {
+    file: std::path::PathBuf,
+    with: Vec<u8>,
+    done: Mutex<bool>,
+}
+
+impl ProgressSink for ReplaceAtFirst {
+    fn report(&self, _progress: f64, _total: Option<f64>, _message: Option<&str>) {
+        let mut done = self.done.lock().unwrap();
+        if !*done {
+            std::fs::write(&self.file, &self.with).unwrap();
+            *done = true;
+        }
+    }
+}
+
+// r[verify ocr.reads-approved]
+#[test]
+fn a_file_replaced_after_the_approval_is_reported_and_never_read() {
+    let fx = Fx::new();
+    put_bytes(&fx, "a.pdf", &pdf(&[Page::Text(&["approved first"])]));
+    put_bytes(&fx, "b.pdf", &pdf(&[Page::Text(&["approved second"])]));
+    let control = CallControl {
+        cancel: CancellationFlag::new(),
+        progress: Arc::new(ReplaceAtFirst {
+            file: fx.root.join("b.pdf"),
+            with: pdf(&[Page::Text(&["swapped in later"])]),
+            done: Mutex::new(false),
+        }),
+    };
+    let result = run_with(&fx, &json!({"paths": ["a.pdf", "b.pdf"]}), &control).unwrap();
+    assert_eq!(file(&result, "a.pdf")["text"], "approved first");
+    assert_eq!(result["errors"][0]["path"], "b.pdf", "{result}");
+    assert_eq!(result["errors"][0]["code"], "changed");
+    assert!(!result.to_string().contains("swapped"), "{result}");
+    assert_eq!(cache().len().unwrap(), 1);
+}
+
+// r[verify tools.output-schema]
+#[test]
+fn results_satisfy_the_advertised_output_schema() {
+    let fx = Fx::new();
+    put_bytes(&fx, "a.pdf", &pdf(&[Page::Text(&["x"])]));
+    put_bytes(&fx, "bad.pdf", b"not a pdf");
+    let result = approved(&fx, &json!({"paths": ["a.pdf", "bad.pdf"]}));
+    let def = fx.pipeline.registry().get("ocr_bulk").unwrap();
+    let validator = jsonschema::validator_for(&def.output_schema).unwrap();
+    let errors: Vec<String> = validator
+        .iter_errors(&result)
+        .map(|e| e.to_string())
+        .collect();
+    assert!(errors.is_empty(), "{errors:?}\n{result}");
+}
