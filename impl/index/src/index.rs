@@ -70,7 +70,21 @@ struct Stamp {
 #[derive(Debug, Default)]
 pub(crate) struct Live {
     stamps: HashMap<VaultPath, Stamp>,
+    /// Files indexed less than [`RACY_NS`] after their mtime: a same-size edit within the
+    /// same timestamp tick would leave the stamp unchanged, so these are read again by every
+    /// reconciliation until their stamp is old enough to be trusted (git's "racy" entries).
+    racy: HashSet<VaultPath>,
     resolver: Arc<LinkResolver>,
+}
+
+/// How recent an mtime must be, when its file is indexed, for the stamp not to be trusted
+/// yet: file timestamps advance by a coarse tick (a few ms on Linux, 2 s on FAT).
+const RACY_NS: i64 = 2_000_000_000;
+
+fn wall_ns() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
 }
 
 /// Where the first build stands.
@@ -159,11 +173,16 @@ impl VaultIndex {
                     },
                 ))
             })?;
+            let now = wall_ns();
             let resolver = Arc::make_mut(&mut live.resolver);
             for row in rows {
                 let (path, stamp) = row?;
                 if let Ok(path) = VaultPath::parse(&path) {
                     resolver.insert(path.clone());
+                    // Indexed by an earlier run at a time not kept: a recent stamp is racy.
+                    if now.saturating_sub(stamp.mtime_ns) < RACY_NS {
+                        live.racy.insert(path.clone());
+                    }
                     live.stamps.insert(path, stamp);
                 }
             }
@@ -313,7 +332,7 @@ impl VaultIndex {
                 continue;
             };
             let stamp = stamp_of(&meta, path.is_note());
-            if live.stamps.get(&path) != Some(&stamp) {
+            if live.stamps.get(&path) != Some(&stamp) || live.racy.contains(&path) {
                 changed.push((path.clone(), stamp));
             }
             seen.insert(path);
@@ -389,16 +408,28 @@ impl VaultIndex {
             }
             tx.commit()?;
         }
-        let resolver = Arc::make_mut(&mut live.resolver);
+        let now = wall_ns();
+        let Live {
+            stamps,
+            racy,
+            resolver,
+        } = live;
+        let resolver = Arc::make_mut(resolver);
         for path in removed {
             resolver.remove(path);
-            live.stamps.remove(path);
+            stamps.remove(path);
+            racy.remove(path);
         }
         for note in changed {
-            if !live.stamps.contains_key(&note.path) {
+            if !stamps.contains_key(&note.path) {
                 resolver.insert(note.path.clone());
             }
-            live.stamps.insert(note.path.clone(), note.stamp);
+            stamps.insert(note.path.clone(), note.stamp);
+            if now.saturating_sub(note.stamp.mtime_ns) < RACY_NS {
+                racy.insert(note.path.clone());
+            } else {
+                racy.remove(&note.path);
+            }
         }
         Ok(())
     }

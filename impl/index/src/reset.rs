@@ -116,6 +116,12 @@ pub struct ResetVaultCache;
 
 fn counts_of<'a>(cx: &ToolCx<'a>) -> Result<(&'a VaultIndex, CacheCounts), ToolError> {
     let index = index_of(cx)?;
+    index.wait_ready(cx)?;
+    // The counts of the index as the files make it now (an edit made behind the server's
+    // back changes the chunk count, and so the state).
+    index
+        .reconcile()
+        .map_err(|e| e.to_tool_error("reconciling the vault index"))?;
     let counts =
         cache_counts(index).map_err(|_| ToolError::internal("counting the vault cache"))?;
     Ok((index, counts))

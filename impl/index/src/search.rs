@@ -165,10 +165,14 @@ fn ranked(
     take: usize,
 ) -> rusqlite::Result<Vec<Ranked>> {
     let mut sql = String::from(
-        "SELECT path, id, MIN(score) FROM (
-             SELECT c.path AS path, c.id AS id, bm25(index_fts, 2.0, 1.0) AS score
-             FROM index_fts JOIN index_chunks c ON c.id = index_fts.rowid
-             WHERE index_fts MATCH ?1 AND c.vault = ?2",
+        // bm25() is only defined in a query over the FTS5 table alone: the matches are
+        // ranked first, then joined to their notes and grouped to one hit per note.
+        "WITH m AS MATERIALIZED (
+             SELECT rowid AS id, bm25(index_fts, 2.0, 1.0) AS score
+             FROM index_fts WHERE index_fts MATCH ?1
+         )
+         SELECT c.path, c.id, MIN(m.score) FROM m JOIN index_chunks c ON c.id = m.id
+         WHERE c.vault = ?2",
     );
     let mut values: Vec<rusqlite::types::Value> =
         vec![fts.to_owned().into(), index.vault_id().to_owned().into()];
@@ -187,7 +191,7 @@ fn ranked(
                  AND (tag = ?{n} OR substr(tag, 1, length(?{n}) + 1) = ?{n} || '/'))"
         ));
     }
-    sql.push_str(") GROUP BY path ORDER BY 3, 1");
+    sql.push_str(" GROUP BY c.path ORDER BY 3, 1");
     let conn = index.conn();
     let mut stmt = conn.prepare_cached(&sql)?;
     let mut rows = stmt.query(rusqlite::params_from_iter(values))?;
@@ -322,8 +326,10 @@ impl Tool for SearchNotes {
         let keep = |path: &str| {
             tc_vault::path::VaultPath::parse(path).is_ok_and(|p| acl.can_read(&p, scopes))
         };
-        let found = ranked(index, &fts, &folder, &tags, keep, skip, limit + 1)
-            .map_err(|_| ToolError::internal("searching the vault index"))?;
+        let found = ranked(index, &fts, &folder, &tags, keep, skip, limit + 1).map_err(|e| {
+            tracing::warn!("search_notes: {e}");
+            ToolError::internal("searching the vault index")
+        })?;
         let more = found.len() > limit;
 
         // r[impl search.bounded]
