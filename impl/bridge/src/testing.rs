@@ -183,10 +183,16 @@ impl FakeObsidian {
             published,
         });
         let app = router(Arc::clone(&shared));
-        let listener = runtime.block_on(TcpListener::bind("127.0.0.1:0")).unwrap();
-        let port = listener.local_addr().unwrap().port();
+        // Bound here and handed to the runtime, so a stand-in can start inside another
+        // runtime (an async test) without blocking on this one.
+        let std_listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        std_listener.set_nonblocking(true).unwrap();
+        let port = std_listener.local_addr().unwrap().port();
         let acceptor = server_config.map(tokio_rustls::TlsAcceptor::from);
         runtime.spawn(async move {
+            let Ok(listener) = TcpListener::from_std(std_listener) else {
+                return;
+            };
             loop {
                 let Ok((tcp, _)) = listener.accept().await else {
                     return;
