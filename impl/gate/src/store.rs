@@ -162,8 +162,9 @@ impl Store {
 
     fn configure(conn: Connection, target_version: i64) -> Result<Self, StoreError> {
         conn.busy_timeout(BUSY_TIMEOUT)?;
-        // journal_mode answers with a row; an in-memory database stays "memory".
-        let _mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))?;
+        // Retried while another process opening the same fresh file holds it (spec
+        // config.cache-dir.shared-startup); an in-memory database stays "memory".
+        migrations::enter_wal(&conn, BUSY_TIMEOUT)?;
         conn.pragma_update(None, "synchronous", "FULL")?;
         conn.pragma_update(None, "foreign_keys", true)?;
         let mut conn = conn;

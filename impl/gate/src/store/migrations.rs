@@ -1,6 +1,15 @@
 //! The schema of `cache.db` as versioned migrations keyed by `PRAGMA user_version` (the
 //! durable state behind gate.token.durable-consume, state.ext.durable and events.durable).
 //! A file written by a newer build is refused rather than guessed at.
+//!
+//! Opening is race-free across processes (spec/config.md `config.cache-dir.shared-startup`:
+//! servers starting together on a fresh cacheDir all come up): the switch to WAL, which
+//! needs the file to itself and which SQLite's busy handler does not wait for, is retried
+//! until the busy timeout ([`enter_wal`]); each migration re-reads the version under the
+//! write lock, so exactly one process applies it. A lock still held when the timeout ends
+//! is reported as what it is (another process holding cache.db), not as a broken file.
+
+use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, TransactionBehavior};
 
@@ -85,6 +94,64 @@ const MIGRATIONS: &[&str] = &[
 
 /// The schema version this build writes and understands.
 pub const LATEST_SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+/// The longest pause between two tries of the switch to WAL.
+const MAX_WAL_PAUSE: Duration = Duration::from_millis(50);
+
+fn is_busy(error: &rusqlite::Error) -> bool {
+    matches!(
+        error.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+    )
+}
+
+/// A lock another connection kept past `patience`, said as such.
+fn still_locked(patience: Duration) -> StoreError {
+    StoreError::Database(Box::new(std::io::Error::other(format!(
+        "another process kept the file locked for {} s (a server starting or a long write on \
+         the same cacheDir); try again",
+        patience.as_secs()
+    ))))
+}
+
+/// `error`, or [`still_locked`] when it is a lock the busy timeout gave up on.
+pub(super) fn truthful(error: rusqlite::Error, patience: Duration) -> StoreError {
+    if is_busy(&error) {
+        still_locked(patience)
+    } else {
+        StoreError::from(error)
+    }
+}
+
+// r[impl config.cache-dir.shared-startup]
+/// Puts the file in WAL mode (it stays so; a file already in WAL is left alone). On a fresh
+/// file the switch needs an exclusive lock, and SQLite answers `SQLITE_BUSY` at once, without
+/// its busy handler, while another process opening the same file holds it; so the switch is
+/// retried, with short growing pauses, for up to `patience`.
+pub(super) fn enter_wal(conn: &Connection, patience: Duration) -> Result<(), StoreError> {
+    let deadline = Instant::now() + patience;
+    let mut pause = Duration::from_millis(1);
+    loop {
+        let attempt = conn
+            .query_row("PRAGMA journal_mode", [], |row| row.get::<_, String>(0))
+            .and_then(|mode| {
+                // An in-memory database stays "memory", whatever is asked.
+                if mode.eq_ignore_ascii_case("wal") || mode.eq_ignore_ascii_case("memory") {
+                    Ok(mode)
+                } else {
+                    conn.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))
+                }
+            });
+        match attempt {
+            Ok(_) => return Ok(()),
+            Err(e) if is_busy(&e) && Instant::now() < deadline => {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(MAX_WAL_PAUSE);
+            }
+            Err(e) => return Err(truthful(e, patience)),
+        }
+    }
+}
 pub(super) fn read_version(conn: &Connection) -> Result<i64, StoreError> {
     Ok(conn.pragma_query_value(None, "user_version", |row| row.get(0))?)
 }
@@ -101,7 +168,9 @@ pub(super) fn migrate(conn: &mut Connection, target_version: i64) -> Result<(), 
         });
     }
     loop {
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(|e| truthful(e, super::BUSY_TIMEOUT))?;
         let current = read_version(&tx)?;
         if current > LATEST_SCHEMA_VERSION {
             return Err(StoreError::NewerSchema {
@@ -207,5 +276,63 @@ mod tests {
         let message = error.to_string();
         assert!(message.contains("newer"), "{message}");
         assert!(message.contains("upgrade obsidian-tc"), "{message}");
+    }
+
+    // r[verify config.cache-dir.shared-startup]
+    /// A fresh file another connection holds locked: the switch to WAL is tried again until
+    /// the patience ends, then refused as a lock held by another process, which is what it
+    /// is; once the lock is gone the switch goes through.
+    #[test]
+    fn a_lock_held_too_long_is_named_as_such() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("cache.db");
+        let holder = Connection::open(&path).expect("open");
+        holder
+            .execute_batch("CREATE TABLE t(x); BEGIN EXCLUSIVE; INSERT INTO t VALUES (1);")
+            .expect("hold");
+        let opener = Connection::open(&path).expect("open");
+        let started = std::time::Instant::now();
+        let error = enter_wal(&opener, Duration::from_millis(200)).expect_err("locked");
+        assert!(started.elapsed() >= Duration::from_millis(200), "it waited");
+        let message = error.to_string();
+        assert!(
+            message.contains("another process kept the file locked"),
+            "{message}"
+        );
+        holder.execute_batch("COMMIT").expect("release");
+        enter_wal(&opener, Duration::from_millis(200)).expect("wal");
+        let mode: String = opener
+            .query_row("PRAGMA journal_mode", [], |row| row.get(0))
+            .expect("mode");
+        assert_eq!(mode, "wal");
+    }
+
+    // r[verify config.cache-dir.shared-startup]
+    /// Stores opened at the same moment on one fresh file (as servers starting together on
+    /// a fresh cacheDir do) all open, with the full schema, whichever of them creates it.
+    #[test]
+    fn stores_opened_at_once_on_a_fresh_file_all_open() {
+        const OPENERS: usize = 8;
+        for _round in 0..10 {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let path = dir.path().join("cache.db");
+            let barrier = std::sync::Barrier::new(OPENERS);
+            let outcomes: Vec<Result<i64, String>> = std::thread::scope(|s| {
+                let handles: Vec<_> = (0..OPENERS)
+                    .map(|_| {
+                        s.spawn(|| {
+                            barrier.wait();
+                            Store::open(&path)
+                                .and_then(|store| store.schema_version())
+                                .map_err(|e| e.to_string())
+                        })
+                    })
+                    .collect();
+                handles.into_iter().map(|h| h.join().unwrap()).collect()
+            });
+            for outcome in outcomes {
+                assert_eq!(outcome, Ok(LATEST_SCHEMA_VERSION));
+            }
+        }
     }
 }
