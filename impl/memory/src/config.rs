@@ -71,6 +71,7 @@ mod tests {
         assert!(error.to_string().contains("folders"), "{error}");
     }
 
+    // r[verify memory.config.folder]
     #[test]
     fn a_folder_outside_or_at_the_root_is_refused() {
         for bad in ["", "/abs", "../up", ".obsidian/mem", "."] {
