@@ -17,6 +17,10 @@
 //!   bound to loopback (a local browser-based client such as an inspector); otherwise
 //!   **403 Forbidden**. `Origin: null` is refused.
 //!
+//! A request body on `/mcp` over [`MAX_MESSAGE_BYTES`] (the limit stdio puts on one message,
+//! spec `config.message-limit`) is answered **413 Payload Too Large** before it reaches the
+//! MCP service, whatever the service's own limit is.
+//!
 //! Authentication resolves a [`Caller`] into the request's extensions, where the MCP
 //! service reads it; a request that cannot be authenticated is answered 401 with a
 //! `WWW-Authenticate: Bearer …` challenge (503 when the signing keys cannot be fetched).
@@ -34,6 +38,7 @@ use axum::routing::get;
 
 use crate::auth::{AuthError, Authenticator, Caller};
 use crate::metrics::{self, Metrics};
+pub use crate::stdio::MAX_MESSAGE_BYTES;
 
 /// What the HTTP layer needs: the authenticator, the metrics, and the bound address.
 #[derive(Debug, Clone)]
@@ -172,10 +177,12 @@ fn split_host(host: &str) -> Option<(String, Option<u16>)> {
 /// rmcp hands each handler the request's `http::request::Parts` in its context extensions,
 /// and the [`Caller`] sits in those parts' extensions.
 pub fn router(state: HttpState, mcp_service: Router) -> Router {
-    let mcp = mcp_service.layer(middleware::from_fn_with_state(
-        state.clone(),
-        require_caller,
-    ));
+    let mcp = mcp_service
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            require_caller,
+        ))
+        .layer(middleware::from_fn(limit_body));
     Router::new()
         .route("/healthz", get(healthz))
         .route("/metrics", get(metrics_page))
@@ -235,6 +242,37 @@ async fn check_host_origin(
         }
     }
     next.run(request).await
+}
+
+// r[impl config.message-limit]
+/// Refuses a body over [`MAX_MESSAGE_BYTES`] with 413: at once when `Content-Length` says
+/// so, else while reading it (a chunked body counts as it arrives, never buffered past the
+/// limit). Runs before authentication, so an oversized body costs no token check.
+async fn limit_body(request: Request, next: Next) -> Response {
+    let too_large = || {
+        (
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!(
+                "the request body is over {MAX_MESSAGE_BYTES} bytes, the most one message may \
+                 have\n"
+            ),
+        )
+            .into_response()
+    };
+    let declared = request
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    if declared.is_some_and(|length| length > MAX_MESSAGE_BYTES as u64) {
+        return too_large();
+    }
+    let (parts, body) = request.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, MAX_MESSAGE_BYTES).await else {
+        return too_large();
+    };
+    next.run(Request::from_parts(parts, axum::body::Body::from(bytes)))
+        .await
 }
 
 // r[impl auth.unauthenticated]

@@ -207,9 +207,11 @@ impl ServerCore {
             .bind_vault(&caller_cx, Some(&vault_id))
             .map_err(|e| invalid(e.message.clone(), e.to_structured()))?;
         let path = VaultPath::parse(&raw_path).map_err(|e| invalid(e.to_string(), e.details()))?;
+        // Judged at the spelling and where a link on the path leads (spec
+        // vault.path.links-judged-at-target).
         binding
             .acl
-            .check(AclOp::Read, &path, &caller_cx.scopes)
+            .check_at(binding.vault.root(), AclOp::Read, &path, &caller_cx.scopes)
             .map_err(|denied| {
                 invalid(
                     denied.to_string(),

@@ -11,9 +11,11 @@
 //! exactly what rmcp's transport would have given it.
 //!
 //! Framing follows rmcp's `AsyncRwTransport`: a message is one `\n`-terminated line (a
-//! trailing `\r` and a leading UTF-8 BOM are ignored), blank lines are skipped, a line
-//! longer than [`DEFAULT_MAX_LINE_LENGTH`] is dropped and logged, and bytes after the last
-//! newline at end of input are no message. Every outgoing message is written whole, in
+//! trailing `\r` and a leading UTF-8 BOM are ignored), blank lines are skipped, a message
+//! longer than [`MAX_MESSAGE_BYTES`] (the line without its `\n`; the same limit the HTTP
+//! transport puts on a request body, spec `config.message-limit`) is dropped, logged and
+//! answered with -32600 and `"id": null`, and bytes after the last newline at end of input
+//! are no message. Every outgoing message is written whole, in
 //! order, through one writer, so a reply of the transport's own never splits a response.
 
 use std::future::Future;
@@ -43,6 +45,12 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::Mutex;
+
+// r[impl config.message-limit]
+/// The most bytes one JSON-RPC message may have, on stdio (one line, its `\n` not counted)
+/// and over HTTP (one request body) alike: 4 MiB, rmcp's own default for HTTP bodies. A
+/// bigger message is refused whole, never cut.
+pub const MAX_MESSAGE_BYTES: usize = 4 * 1024 * 1024;
 
 /// UTF-8 byte order mark, which RFC 8259 §8.1 lets a parser ignore (as rmcp does).
 const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
@@ -86,7 +94,7 @@ where
             read: BufReader::new(read),
             line: Vec::new(),
             discarding: false,
-            max_line_length: DEFAULT_MAX_LINE_LENGTH,
+            max_line_length: MAX_MESSAGE_BYTES,
             out: Arc::new(Mutex::new(Output {
                 write: Some(write),
                 pending: Vec::new(),
@@ -96,7 +104,8 @@ where
         }
     }
 
-    /// Overrides the longest line accepted ([`DEFAULT_MAX_LINE_LENGTH`] by default).
+    /// Overrides the longest message accepted, in bytes without the line's `\n`
+    /// ([`MAX_MESSAGE_BYTES`] by default).
     pub fn with_max_line_length(mut self, max_line_length: usize) -> Self {
         self.max_line_length = max_line_length;
         self
@@ -121,7 +130,12 @@ where
                     self.discarding = false;
                 }
                 None
-            } else if self.line.len().saturating_add(take) > self.max_line_length {
+            } else if self
+                .line
+                .len()
+                .saturating_add(take - usize::from(newline.is_some()))
+                > self.max_line_length
+            {
                 self.line.clear();
                 self.discarding = newline.is_none();
                 Some(LineRead::Oversized)
@@ -399,9 +413,25 @@ where
                 LineRead::Line => {}
                 LineRead::Oversized => {
                     tracing::error!(
-                        max_line_length = self.max_line_length,
-                        "stdio: a message exceeded the maximum line length; discarding it"
+                        max_message_bytes = self.max_line_length,
+                        "stdio: a message exceeded the maximum message size; discarding it"
                     );
+                    // Its id is unread, so the answer is unaddressed; the client learns why
+                    // instead of waiting for a reply that never comes.
+                    let error = ErrorData::invalid_request(
+                        format!(
+                            "the message is over {} bytes, the most one message may have",
+                            self.max_line_length
+                        ),
+                        Some(serde_json::json!({
+                            "reason": "too_large",
+                            "limit": self.max_line_length,
+                        })),
+                    );
+                    self.reply = Some(Box::pin(write_line(
+                        Arc::clone(&self.out),
+                        unaddressed(error),
+                    )));
                     continue;
                 }
                 LineRead::Eof => return None,

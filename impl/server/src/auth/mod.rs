@@ -1,7 +1,7 @@
 //! Callers and HTTP authentication (spec/auth.md: `auth.modes`, `auth.stdio-caller`,
 //! `auth.none.caller`, `auth.none.loopback`, `auth.local-scopes`, `auth.jwt.secret`,
-//! `auth.jwt.jwks`, `auth.oidc`, `auth.jwt.caller`, `auth.jwt.claims`, `auth.jwt.scopes`,
-//! `auth.jwt.vault`, `auth.unauthenticated`).
+//! `auth.jwt.jwks`, `auth.oidc`, `auth.jwt.caller`, `auth.jwt.claims`, `auth.jwt.leeway`,
+//! `auth.jwt.scopes`, `auth.jwt.vault`, `auth.unauthenticated`).
 //!
 //! Every request the server handles comes from one [`Caller`]: `stdio` over stdio,
 //! `http-local` over HTTP under `auth.mode = "none"`, and the token's `sub` under `jwt` and
@@ -34,6 +34,10 @@ use keys::{KeySource, RemoteJwks, RemoteOrigin, candidate_keys, read_jwks};
 /// Bearer tokens longer than this are refused before any parsing (bounds the work a request
 /// can cause; real JWTs are a few hundred bytes to a few KiB).
 pub const MAX_BEARER_BYTES: usize = 16 * 1024;
+/// The clock skew, in seconds, allowed when `exp` and `nbf` are checked (spec
+/// `auth.jwt.leeway`). jsonwebtoken's own default is 60 s, which keeps an expired token
+/// working for a minute; a few seconds cover the skew between well-kept clocks.
+pub const JWT_LEEWAY_SECS: u64 = 5;
 /// The realm named in `WWW-Authenticate`.
 pub const REALM: &str = "obsidian-tc";
 
@@ -305,6 +309,8 @@ impl Authenticator {
             required.push("iss");
         }
         validation.validate_nbf = true;
+        // r[impl auth.jwt.leeway]
+        validation.leeway = JWT_LEEWAY_SECS;
         validation.set_required_spec_claims(&required);
         jsonwebtoken::decode::<Claims>(token, key, &validation)
             .map(|data| data.claims)
