@@ -31,6 +31,8 @@ impl Tools for Bench {
     }
 }
 
+const KINDS: [&str; 3] = ["person", "project", "place"];
+
 const WORDS: [&str; 8] = [
     "alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel",
 ];
@@ -42,7 +44,7 @@ fn seeded() -> Fx<Bench> {
             format!("observation {i} about {}", WORDS[i % WORDS.len()]),
             format!("tag{}", i % 97),
         ];
-        let kind = ["person", "project", "place"][i % 3];
+        let kind = KINDS[i % 3];
         fx.call(
             "upsert_entity",
             json!({
@@ -65,9 +67,11 @@ fn benches(c: &mut Criterion) {
     group.bench_function("upsert_entity add observation, note re-rendered", |b| {
         b.iter(|| {
             n += 1;
+            // Rotates over the materialized entities (an entity holds at most 1,000).
+            let i = (n % 100) as usize;
             fx.call(
                 "upsert_entity",
-                json!({"type": "person", "name": "entity 00000", "observations": [format!("new {n}")]}),
+                json!({"type": KINDS[i % 3], "name": format!("entity {i:05}"), "observations": [format!("new {n}")]}),
             )
             .unwrap()
         })
@@ -75,9 +79,10 @@ fn benches(c: &mut Criterion) {
     group.bench_function("upsert_entity add observation, no note", |b| {
         b.iter(|| {
             n += 1;
+            let i = 100 + (n % 9_900) as usize;
             fx.call(
                 "upsert_entity",
-                json!({"type": "place", "name": "entity 09998", "observations": [format!("new {n}")], "materialize": false}),
+                json!({"type": KINDS[i % 3], "name": format!("entity {i:05}"), "observations": [format!("new {n}")], "materialize": false}),
             )
             .unwrap()
         })
