@@ -13,6 +13,7 @@ fn two_notes(fx: &Fx) {
 }
 
 // r[verify drift.bind.reset-vault-cache]
+// r[verify index.reset]
 #[test]
 fn reset_is_always_confirmed_and_clears_what_include_says() {
     let fx = Fx::new();
