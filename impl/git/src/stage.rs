@@ -71,7 +71,13 @@ struct OnDisk {
     stat: Stat,
 }
 
-fn on_disk(full: &Path, shown: &str) -> Result<Option<OnDisk>, ToolError> {
+/// What is at `full` (the vault path `shown`), with a file's bytes run through git's clean
+/// filters (`core.autocrlf`, `.gitattributes` eol, ident, filter drivers) by `clean`.
+fn on_disk(
+    full: &Path,
+    shown: &str,
+    clean: &mut dyn FnMut(std::fs::File) -> Result<Vec<u8>, ToolError>,
+) -> Result<Option<OnDisk>, ToolError> {
     let meta = match std::fs::symlink_metadata(full) {
         Ok(meta) => meta,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -84,7 +90,8 @@ fn on_disk(full: &Path, shown: &str) -> Result<Option<OnDisk>, ToolError> {
             .into_owned();
         (Mode::SYMLINK, Vec::from(target))
     } else if meta.is_file() {
-        let bytes = std::fs::read(full).map_err(|_| failed("reading a file to stage"))?;
+        let file = std::fs::File::open(full).map_err(|_| failed("reading a file to stage"))?;
+        let bytes = clean(file)?;
         let exec = is_executable(&meta);
         (
             if exec {
@@ -139,6 +146,16 @@ pub fn stage_paths(
     )
     .map_err(|_| index_locked())?;
     let mut index = repo::read_index(repo)?;
+    let (mut pipeline, _) = repo
+        .filter_pipeline(None)
+        .map_err(|_| failed("reading the attributes"))?;
+    let mut excludes = repo
+        .excludes(
+            &index,
+            None,
+            gix::worktree::stack::state::ignore::Source::WorktreeThenIdMappingIfNotSkipped,
+        )
+        .map_err(|_| failed("reading the ignore rules"))?;
     let mut staged = Vec::with_capacity(paths.len());
     for path in paths {
         let rela: &BStr = path.as_str().as_bytes().as_bstr();
@@ -149,7 +166,20 @@ pub fn stage_paths(
             .entries()
             .iter()
             .any(|e| e.stage() != Stage::Unconflicted && e.path(&index) == rela);
-        let disk = on_disk(&root.join(path.as_str()), path.as_str())?;
+        let mut clean = |file: std::fs::File| -> Result<Vec<u8>, ToolError> {
+            clean_bytes(&mut pipeline, file, path, &index)
+        };
+        let disk = on_disk(&root.join(path.as_str()), path.as_str(), &mut clean)?;
+        // r[impl git.stage.ignored]
+        if before.is_none() && !conflicted && disk.is_some() {
+            let ignored = excludes
+                .at_entry(rela, disk.as_ref().map(|d| d.mode))
+                .map_err(|_| failed("reading the ignore rules"))?
+                .is_excluded();
+            if ignored {
+                return Err(ignored_path(path));
+            }
+        }
         // Any previous entries of the path (conflict stages included) go; the new one, if
         // any, is pushed below.
         index.remove_entries(|_, entry_path, _| entry_path == rela);
@@ -198,6 +228,46 @@ pub fn stage_paths(
         .map_err(|_| failed("writing the index"))?;
     lock.commit().map_err(|_| failed("writing the index"))?;
     Ok(staged)
+}
+
+/// The blob git would store for `file` at `path`: its bytes after the clean filters.
+fn clean_bytes(
+    pipeline: &mut gix::filter::Pipeline<'_>,
+    file: std::fs::File,
+    path: &VaultPath,
+    index: &gix::index::State,
+) -> Result<Vec<u8>, ToolError> {
+    use gix::filter::plumbing::pipeline::convert::ToGitOutcome;
+    use std::io::Read;
+    let outcome = pipeline
+        .convert_to_git(file, Path::new(path.as_str()), index)
+        .map_err(|_| failed("running the clean filters of a file to stage"))?;
+    let mut bytes = Vec::new();
+    let read = match outcome {
+        ToGitOutcome::Unchanged(mut file) => file.read_to_end(&mut bytes),
+        ToGitOutcome::Process(mut stream) => stream.read_to_end(&mut bytes),
+        ToGitOutcome::Buffer(buffer) => {
+            bytes.extend_from_slice(buffer);
+            Ok(buffer.len())
+        }
+    };
+    read.map_err(|_| failed("reading a file to stage"))?;
+    Ok(bytes)
+}
+
+fn ignored_path(path: &VaultPath) -> ToolError {
+    ToolError::new(
+        ErrorCode::InvalidInput,
+        format!(
+            "{} is ignored by the repository's .gitignore rules and is not tracked; nothing was staged",
+            path.as_str()
+        ),
+    )
+    .with_details(json!({"reason": "ignored", "path": path.as_str()}))
+    .with_recovery(
+        "leave it out of the call (ignored files stay out of the repository), or change the ignore rules on the server host",
+        None,
+    )
 }
 
 fn index_locked() -> ToolError {

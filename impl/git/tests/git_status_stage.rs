@@ -335,3 +335,56 @@ fn staging_a_conflicted_path_resolves_it() {
         .unwrap();
     assert_eq!(porcelain(&fx.root), ["M  notes/a.md"]);
 }
+
+// r[verify git.stage.ignored]
+#[test]
+fn an_ignored_untracked_file_is_refused_as_git_add_refuses_it() {
+    let fx = Fx::<Git>::new();
+    repo_with_commit(&fx);
+    fx.put(".gitignore", "*.secret\nprivate/\n");
+    fx.put("keys.secret", "hunter2");
+    fx.put("private/diary.md", "dear diary");
+    fx.put("notes/ok.md", "ok");
+    for path in ["keys.secret", "private/diary.md"] {
+        let refusal = fx
+            .call("git_stage", json!({"paths": ["notes/ok.md", path]}))
+            .unwrap_err();
+        assert_eq!(refusal.code, ErrorCode::InvalidInput, "{path}: {refusal}");
+        assert_eq!(refusal.details.as_ref().unwrap()["reason"], "ignored");
+    }
+    assert!(!porcelain(&fx.root).iter().any(|l| l.starts_with('A')));
+    // git agrees that they are ignored.
+    assert!(
+        !support::git_output(&fx.root, &["add", "keys.secret"])
+            .status
+            .success()
+    );
+    // A tracked file stays stageable even if a rule matches it now.
+    fx.put(".gitignore", "notes/\n");
+    fx.put("notes/a.md", "tracked, changed\n");
+    fx.call("git_stage", json!({"paths": ["notes/a.md"]}))
+        .unwrap();
+    assert!(porcelain(&fx.root).contains(&"M  notes/a.md".to_owned()));
+}
+
+#[test]
+fn staging_applies_the_clean_filters_as_git_add_does() {
+    let fx = Fx::<Git>::new();
+    repo_with_commit(&fx);
+    git(&fx.root, &["config", "core.autocrlf", "true"]);
+    fx.put("notes/crlf.md", "line one\r\nline two\r\n");
+    let out = fx
+        .call("git_stage", json!({"paths": ["notes/crlf.md"]}))
+        .unwrap();
+    let blob = out["staged"][0]["blob"].as_str().unwrap();
+    // git's own clean of the file, and what the blob holds: LF line ends.
+    assert_eq!(
+        git(&fx.root, &["hash-object", "notes/crlf.md"]).trim(),
+        blob
+    );
+    assert_eq!(
+        git(&fx.root, &["cat-file", "-p", blob]),
+        "line one\nline two\n"
+    );
+    assert_eq!(porcelain(&fx.root), ["A  notes/crlf.md"]);
+}
