@@ -9,6 +9,12 @@
 
 use serde_json::{Value, json};
 
+/// The `op` of the [`VaultError::Io`] that says a note is not valid UTF-8 (spec
+/// `vault.note.utf8`). It is an [`VaultError::Io`] of kind `InvalidData` so the error type
+/// keeps its variants; [`VaultError::code`] answers `invalid_input` for it, and it is not
+/// retryable: the note must be fixed (or replaced whole) first.
+pub const NOT_UTF8_OP: &str = "decode";
+
 use crate::acl::AclDenied;
 use crate::conventions::ConventionBlocked;
 
@@ -81,6 +87,7 @@ impl VaultError {
             VaultError::FrontmatterInvalid { .. } => "frontmatter_invalid",
             VaultError::AclDenied(_) => "acl_denied",
             VaultError::ConventionBlocked(_) => "convention_blocked",
+            _ if self.is_not_utf8() => "invalid_input",
             VaultError::Io { .. } => "io",
         }
     }
@@ -88,7 +95,34 @@ impl VaultError {
     /// Whether repeating the same call unchanged could succeed. Only a file-system failure
     /// can be transient; every other refusal depends on the arguments or the vault state.
     pub fn retryable(&self) -> bool {
-        matches!(self, VaultError::Io { .. })
+        matches!(self, VaultError::Io { .. }) && !self.is_not_utf8()
+    }
+
+    /// Whether this is the refusal of a note that is not valid UTF-8 ([`NOT_UTF8_OP`]).
+    pub fn is_not_utf8(&self) -> bool {
+        matches!(
+            self,
+            VaultError::Io { op, source, .. }
+                if *op == NOT_UTF8_OP && source.kind() == std::io::ErrorKind::InvalidData
+        )
+    }
+
+    // r[impl vault.note.utf8]
+    /// A note whose bytes are not valid UTF-8: a per-path refusal naming where the first
+    /// bad byte is, never a lossy decoding.
+    pub fn not_utf8(path: impl Into<String>, error: &std::str::Utf8Error) -> Self {
+        VaultError::Io {
+            path: path.into(),
+            op: NOT_UTF8_OP,
+            source: std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!(
+                    "the note is not valid UTF-8 text (the first invalid byte is at offset {}); \
+                     it was left as it is",
+                    error.valid_up_to()
+                ),
+            ),
+        }
     }
 
     /// The structured `details` object of the error envelope.
@@ -114,6 +148,9 @@ impl VaultError {
             }
             VaultError::AclDenied(denied) => denied.details(),
             VaultError::ConventionBlocked(blocked) => blocked.details(),
+            VaultError::Io { path, .. } if self.is_not_utf8() => {
+                json!({"path": path, "reason": "not_utf8"})
+            }
             VaultError::Io { path, op, source } => {
                 json!({"path": path, "op": op, "kind": format!("{:?}", source.kind())})
             }

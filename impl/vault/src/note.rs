@@ -7,6 +7,10 @@
 //! maintained serde_yaml). The mapping keeps its key order (`yaml_serde::Mapping` is ordered)
 //! so that a merge edits the note the way a person would, appending new keys at the end.
 //!
+//! A UTF-8 byte-order mark before the opening `---` (spec `vault.frontmatter.bom`) does not
+//! hide the block: it is skipped to find the frontmatter and kept, first, when the block is
+//! rewritten, so a note's encoding marker survives every edit.
+//!
 //! Rewriting the frontmatter never touches the body: [`with_frontmatter`] copies the bytes
 //! after the closing delimiter verbatim. An empty mapping removes the block entirely.
 //! Malformed YAML, or YAML that is not a mapping, is a [`FrontmatterError`], never a panic.
@@ -48,8 +52,13 @@ pub struct FrontmatterSpan<'a> {
     pub crlf: bool,
 }
 
-/// Finds the frontmatter block, if the note opens with one.
+/// The UTF-8 byte-order mark, as text.
+const BOM: char = '\u{feff}';
+
+/// Finds the frontmatter block, if the note opens with one (after a byte-order mark, if any).
 pub fn split_frontmatter(content: &str) -> Option<FrontmatterSpan<'_>> {
+    // r[impl vault.frontmatter.bom]
+    let content = content.strip_prefix(BOM).unwrap_or(content);
     let (after_open, crlf) = if let Some(rest) = content.strip_prefix("---\n") {
         (rest, false)
     } else if let Some(rest) = content.strip_prefix("---\r\n") {
@@ -214,12 +223,18 @@ pub fn with_frontmatter(
     content: &str,
     frontmatter: &Frontmatter,
 ) -> Result<String, FrontmatterError> {
-    let (body, crlf) = match split_frontmatter(content) {
+    // r[impl vault.frontmatter.bom]
+    // A byte-order mark stays the first thing in the note.
+    let (bom, unmarked) = match content.strip_prefix(BOM) {
+        Some(rest) => ("\u{feff}", rest),
+        None => ("", content),
+    };
+    let (body, crlf) = match split_frontmatter(unmarked) {
         Some(span) => (span.body, span.crlf),
-        None => (content, content.contains("\r\n")),
+        None => (unmarked, unmarked.contains("\r\n")),
     };
     if frontmatter.is_empty() {
-        return Ok(body.to_owned());
+        return Ok(format!("{bom}{body}"));
     }
     let yaml = frontmatter.to_yaml()?;
     let newline = if crlf { "\r\n" } else { "\n" };
@@ -228,7 +243,8 @@ pub fn with_frontmatter(
     } else {
         yaml
     };
-    let mut out = String::with_capacity(yaml.len() + body.len() + 10);
+    let mut out = String::with_capacity(yaml.len() + body.len() + 13);
+    out.push_str(bom);
     out.push_str("---");
     out.push_str(newline);
     out.push_str(&yaml);
@@ -289,6 +305,36 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
     use serde_json::json;
+
+    // r[verify vault.frontmatter.bom]
+    #[test]
+    fn a_byte_order_mark_before_the_frontmatter_is_skipped_and_kept() {
+        let note = "\u{feff}---\ntitle: Plan\n---\nbody\n";
+        assert_eq!(frontmatter_json(note), json!({"title": "Plan"}));
+        let span = split_frontmatter(note).unwrap();
+        assert_eq!(span.body, "body\n");
+        let mut fm = Frontmatter::parse_yaml(span.yaml).unwrap();
+        fm.merge(&object(json!({"status": "done"}))).unwrap();
+        let rewritten = with_frontmatter(note, &fm).unwrap();
+        assert_eq!(
+            rewritten,
+            "\u{feff}---\ntitle: Plan\nstatus: done\n---\nbody\n"
+        );
+        // Removing every key keeps the mark; a note with a mark and no block gains one
+        // after the mark.
+        assert_eq!(
+            with_frontmatter(note, &Frontmatter::new()).unwrap(),
+            "\u{feff}body\n"
+        );
+        let bare = "\u{feff}just text\n";
+        assert_eq!(frontmatter_json(bare), json!({}));
+        assert_eq!(
+            with_frontmatter(bare, &fm).unwrap(),
+            "\u{feff}---\ntitle: Plan\nstatus: done\n---\njust text\n"
+        );
+        // A mark anywhere else is text: no block there.
+        assert!(split_frontmatter("x\u{feff}---\na: 1\n---\n").is_none());
+    }
 
     fn object(v: Json) -> Map<String, Json> {
         match v {

@@ -69,9 +69,17 @@ impl NoteContent {
     }
 
     /// The content as text; invalid UTF-8 sequences become U+FFFD (the hash still covers
-    /// the original bytes).
+    /// the original bytes). For display only: what is served or written back goes through
+    /// [`NoteContent::utf8`], which refuses instead of replacing.
     pub fn text(&self) -> std::borrow::Cow<'_, str> {
         String::from_utf8_lossy(&self.bytes)
+    }
+
+    // r[impl vault.note.utf8]
+    /// The content as text, or the per-path refusal of a note that is not valid UTF-8
+    /// ([`VaultError::not_utf8`], code `invalid_input`).
+    pub fn utf8(&self, path: &VaultPath) -> VaultResult<&str> {
+        std::str::from_utf8(&self.bytes).map_err(|e| VaultError::not_utf8(path.as_str(), &e))
     }
 }
 
@@ -446,9 +454,20 @@ fn current_state(path: &VaultPath, target: &Path, hash_it: bool) -> VaultResult<
         )),
         Ok(meta) if meta.file_type().is_symlink() => Ok(Some(String::from("link"))),
         Ok(_) if !hash_it => Ok(Some(String::from("present"))),
-        Ok(_) => fs::read(target)
-            .map(|bytes| Some(content_hash(&bytes)))
-            .map_err(|e| VaultError::io(path.as_str(), "read", e)),
+        Ok(_) => {
+            let bytes = fs::read(target).map_err(|e| VaultError::io(path.as_str(), "read", e))?;
+            // r[impl vault.note.utf8]
+            // A rewrite guarded by the note's hash was computed from its text; a note that
+            // is not UTF-8 had no text to compute from, only a lossy stand-in, so the
+            // rewrite is refused rather than written over it (a whole replacement without
+            // prev_hash, a move, a copy or a delete still work).
+            if path.is_note()
+                && let Err(e) = std::str::from_utf8(&bytes)
+            {
+                return Err(VaultError::not_utf8(path.as_str(), &e));
+            }
+            Ok(Some(content_hash(&bytes)))
+        }
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
         Err(e) if e.kind() == io::ErrorKind::NotADirectory => Err(VaultError::invalid(
             path.as_str(),
@@ -914,6 +933,60 @@ mod tests {
         assert!(f.vault.snapshots(None).unwrap().is_empty());
         f.vault.delete(&p("l2.md")).unwrap();
         assert_eq!(fs::read(&outside).unwrap(), b"keep");
+    }
+
+    // r[verify vault.note.utf8]
+    #[test]
+    fn a_note_that_is_not_utf8_is_refused_by_name_never_replaced() {
+        let f = TempVault::new();
+        let path = p("latin1.md");
+        let bytes = b"caf\xe9 au lait\n".to_vec();
+        fs::write(f.vault.root().path().join("latin1.md"), &bytes).unwrap();
+        let content = f.vault.read(&path).unwrap();
+        assert_eq!(
+            content.bytes, bytes,
+            "the bytes themselves are read as they are"
+        );
+        let err = content.utf8(&path).unwrap_err();
+        assert_eq!(err.code(), "invalid_input");
+        assert!(!err.retryable());
+        assert_eq!(err.details()["reason"], "not_utf8");
+        assert_eq!(err.details()["path"], "latin1.md");
+        assert!(err.to_string().contains("offset 3"), "{err}");
+        // A rewrite computed from the note's text (guarded by its hash) is refused, and the
+        // note is left as it was.
+        let err = f
+            .vault
+            .write(
+                &path,
+                b"cafe au lait\n",
+                &Precondition::HashIs(content.hash.clone()),
+            )
+            .unwrap_err();
+        assert!(err.is_not_utf8(), "{err}");
+        f.vault
+            .with_note_lock(&path, |locked| {
+                let current = locked.read_if_exists()?.unwrap();
+                let refused = locked
+                    .write(b"appended", &Precondition::HashIs(current.hash))
+                    .unwrap_err();
+                assert_eq!(refused.code(), "invalid_input");
+                Ok::<_, VaultError>(())
+            })
+            .unwrap();
+        assert_eq!(
+            fs::read(f.vault.root().path().join("latin1.md")).unwrap(),
+            bytes
+        );
+        // What needs no text still works: a copy, a move, a delete.
+        f.vault.copy(&path, &p("copy.md"), false).unwrap();
+        f.vault
+            .rename(&p("copy.md"), &p("moved.md"), false)
+            .unwrap();
+        f.vault.delete(&p("moved.md")).unwrap();
+        // Valid UTF-8 reads as text.
+        let fine = NoteContent::new("naïve\n".as_bytes().to_vec());
+        assert_eq!(fine.utf8(&path).unwrap(), "naïve\n");
     }
 
     #[cfg(unix)]

@@ -317,6 +317,8 @@ impl EntryEncoder for NoteEntryEncoder {
             },
             other => other,
         })?;
+        // Lossy like the folder walk's own encoder in tc-notes, so explicit paths and walks
+        // serve the same entry; both move to `NoteContent::utf8` together.
         let text = note.text();
         let entry = NoteEntry {
             path: path.as_str(),
