@@ -249,6 +249,9 @@ impl Vault {
     /// bytes. The size is re-checked while reading, in case the note grew meanwhile.
     pub fn read_limited(&self, path: &VaultPath, limit: u64) -> VaultResult<NoteContent> {
         let location = self.root.resolve_for_read(path)?;
+        // A missing note resolves to its lexical location (links not followed), which is no
+        // place to open component by component.
+        fs::symlink_metadata(&location).map_err(|e| not_found_or_io(path, "inspect", e))?;
         // Opened component by component without following links, then judged on the open
         // file: what is read is what was resolved (spec `vault.path.links-judged-at-target`).
         let relative = location.strip_prefix(self.root.path()).map_err(|_| {

@@ -354,4 +354,13 @@ fn links_inside_the_vault_are_followed() {
         .unwrap();
     let root: &Path = f.vault.root().path();
     assert_eq!(fs::read(root.join("private/deep/new.md")).unwrap(), b"new");
+    // A note that is not there, under a folder link, is simply not found.
+    for path in ["public/link/missing.md", "public/link/deep/missing.md"] {
+        assert_eq!(
+            f.vault.read(&p(path)).unwrap_err().code(),
+            "note_not_found",
+            "{path}"
+        );
+        assert!(!f.vault.exists(&p(path)).unwrap());
+    }
 }
