@@ -106,6 +106,45 @@ pub fn locate(program: &Path) -> Option<PathBuf> {
         .find(|candidate| candidate.is_file())
 }
 
+/// The language models tesseract at `program` has (`tesseract --list-langs`).
+pub fn installed_languages(program: &Path, timeout: Duration) -> Result<Vec<String>, EngineError> {
+    let out = run(Engine::Tesseract, program, ["--list-langs"], timeout)?;
+    Ok(String::from_utf8_lossy(&out)
+        .lines()
+        .skip_while(|line| !line.starts_with("List of available languages"))
+        .skip(1)
+        .map(|line| line.trim().to_owned())
+        .filter(|line| !line.is_empty())
+        .collect())
+}
+
+/// Refuses when one of `languages` has no model: tesseract itself only warns about a
+/// missing language when another one loads, and reads with the rest. A listing that fails
+/// otherwise (a timeout, an odd build) proves nothing missing; the run itself reports it.
+pub fn check_languages(
+    program: &Path,
+    languages: &[String],
+    timeout: Duration,
+) -> Result<(), EngineError> {
+    let installed = match installed_languages(program, timeout) {
+        Ok(installed) => installed,
+        Err(error) if error.is_unavailable() => return Err(error),
+        Err(_) => return Ok(()),
+    };
+    match languages.iter().find(|l| !installed.contains(l)) {
+        Some(language) => Err(EngineError::MissingLanguage {
+            language: language.clone(),
+            package: language_package(language),
+        }),
+        None => Ok(()),
+    }
+}
+
+/// The Debian package of a tesseract language model (`chi_sim` → `tesseract-ocr-chi-sim`).
+pub fn language_package(language: &str) -> String {
+    format!("tesseract-ocr-{}", language.replace('_', "-"))
+}
+
 /// Runs `program` with `args` until `timeout`, returning its stdout.
 pub fn run<I, S>(
     engine: Engine,
@@ -210,7 +249,7 @@ fn failed(engine: Engine, status: ExitStatus, stderr: &[u8]) -> EngineError {
     if engine == Engine::Tesseract
         && let Some(language) = missing_language(&text)
     {
-        let package = format!("tesseract-ocr-{}", language.replace('_', "-"));
+        let package = language_package(&language);
         return EngineError::MissingLanguage { language, package };
     }
     EngineError::Failed {

@@ -94,6 +94,11 @@ pub fn recognize(
 
 // r[impl ocr.image]
 fn tesseract(config: &OcrConfig, image: &Path) -> Result<String, EngineError> {
+    engine::check_languages(
+        &config.engines().tesseract,
+        config.languages(),
+        config.timeout(),
+    )?;
     let languages = config.language_arg();
     let out = engine::run(
         Engine::Tesseract,

@@ -194,6 +194,10 @@ impl OcrBulk {
                     program: program.clone(),
                 }));
             }
+            if engine == Engine::Tesseract {
+                engine::check_languages(program, self.config.languages(), self.config.timeout())
+                    .map_err(|e| unavailable(&e))?;
+            }
         }
         Ok(())
     }

@@ -147,12 +147,25 @@ fn a_missing_engine_found_while_running_and_a_missing_language_are_ocr_unavailab
     assert_eq!(error.code, ErrorCode::OcrUnavailable, "{error}");
     assert!(error.message.contains("tesseract-ocr"), "{error}");
 
-    let config = tc_ocr::OcrConfig::new(vec!["zzq".into()], 30).unwrap();
+    // A language with no model, beside one that loads (tesseract alone would only warn):
+    // for an image, refused before the gate; for a scanned page, when the page is reached.
+    let config = tc_ocr::OcrConfig::new(vec!["eng".into(), "zzq".into()], 30).unwrap();
     let fx = fx_with(config);
     put_bytes(&fx, "x.png", &text_png(&["hello"]));
-    let token = fx.require("ocr_bulk", &json!({"paths": ["x.png"]}));
     let error = fx
-        .call("ocr_bulk", with_token(&json!({"paths": ["x.png"]}), &token))
+        .call("ocr_bulk", json!({"paths": ["x.png"]}))
+        .unwrap_err();
+    assert_eq!(error.code, ErrorCode::OcrUnavailable, "{error}");
+    assert!(
+        error.message.contains("apt-get install tesseract-ocr-zzq"),
+        "{error}"
+    );
+    assert_eq!(error.details.as_ref().unwrap()["language"], "zzq");
+    assert_eq!(fx.requested(), 0);
+    put_bytes(&fx, "s.pdf", &pdf(&[scan_page(&["hello"])]));
+    let token = fx.require("ocr_bulk", &json!({"paths": ["s.pdf"]}));
+    let error = fx
+        .call("ocr_bulk", with_token(&json!({"paths": ["s.pdf"]}), &token))
         .unwrap_err();
     assert_eq!(error.code, ErrorCode::OcrUnavailable, "{error}");
     assert!(error.message.contains("tesseract-ocr-zzq"), "{error}");
@@ -179,7 +192,11 @@ fn a_broken_file_is_a_per_file_error_and_the_rest_is_read() {
 fn an_engine_past_the_timeout_is_killed_and_that_file_reported() {
     let dir = tempfile::tempdir().unwrap();
     let slow = dir.path().join("slow-tesseract");
-    std::fs::write(&slow, "#!/bin/sh\nexec sleep 30\n").unwrap();
+    std::fs::write(
+        &slow,
+        "#!/bin/sh\n[ \"$1\" = --list-langs ] && { echo 'List of available languages in \"x\" (1):'; echo eng; exit 0; }\nexec sleep 30\n",
+    )
+    .unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&slow, std::fs::Permissions::from_mode(0o755)).unwrap();
     let config = tc_ocr::OcrConfig::new(vec!["eng".into()], 1)

@@ -1,6 +1,7 @@
 //! `ocr_bulk` through the real server in process, on the real engines and a cache.db on
 //! disk: the modern round trip with progress, drift on the round trip, the legacy shim and
-//! the CLI token, `ocr_unavailable`, and `[ocr]` in the configuration file (spec/ocr.md;
+//! the CLI token, and `[ocr]` in the configuration file (a language with no model is
+//! `ocr_unavailable` naming its package) (spec/ocr.md;
 //! spec/drift.md `drift.bind.ocr-bulk`, `drift.every-route`).
 
 mod mcp_support;
@@ -224,43 +225,42 @@ async fn a_file_added_under_root_during_the_round_trip_is_drift_on_every_route()
     assert_eq!(out["read"], 2, "{out}");
 }
 
-// r[verify ocr.unavailable]
-#[tokio::test]
-async fn no_tesseract_on_the_host_is_ocr_unavailable_with_the_install_hint() {
-    let h = Harness::with(|config| {
-        config.ocr = tc_ocr::OcrConfig::default().with_engines(tc_ocr::Engines {
-            tesseract: "/nonexistent/tesseract".into(),
-            ..tc_ocr::Engines::default()
-        });
-    });
-    put(&h, "x.png", &png(&["hello"]));
-    let client = connect(h.core.clone(), modern(Reply::Approve)).await;
-    let refused = failure(&call(&client, "ocr_bulk", json!({"paths": ["x.png"]})).await);
-    assert_eq!(refused["code"], "ocr_unavailable");
-    assert!(
-        refused["message"]
-            .as_str()
-            .unwrap()
-            .contains("apt-get install tesseract-ocr"),
-        "{refused}"
-    );
-    assert_eq!(refused["retryable"], false);
-}
-
 // r[verify ocr.config.unknown-key]
 // r[verify ocr.config.languages]
-#[test]
-fn the_ocr_section_of_the_config_file() {
+// r[verify ocr.unavailable]
+#[tokio::test]
+async fn the_ocr_section_of_the_config_file_reaches_the_tool() {
     let dir = tempfile::tempdir().unwrap();
     let parse = |text: &str| Config::parse(text, "test.toml", dir.path());
-    let config = parse("[ocr]\nlanguages = [\"eng\", \"deu\"]\ntimeoutSeconds = 9\n").unwrap();
-    assert_eq!(config.ocr.language_arg(), "eng+deu");
-    assert_eq!(config.ocr.timeout_seconds(), 9);
-    assert_eq!(parse("").unwrap().ocr, tc_ocr::OcrConfig::default());
     let error = parse("[ocr]\nlangs = [\"eng\"]\n").unwrap_err().to_string();
     assert!(error.contains("langs"), "{error}");
     let error = parse("[ocr]\nlanguages = [\"EN\"]\n")
         .unwrap_err()
         .to_string();
     assert!(error.contains("ocr.languages[0]"), "{error}");
+    let error = parse("[ocr]\ntimeoutSeconds = 0\n")
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("ocr.timeoutSeconds"), "{error}");
+
+    // A language the host has no model for: the configured languages are the ones used.
+    let parsed = parse("[ocr]\nlanguages = [\"eng\", \"zzq\"]\ntimeoutSeconds = 9\n").unwrap();
+    let h = Harness::with(move |config| {
+        let vaults = std::mem::take(&mut config.vaults);
+        *config = parsed;
+        config.vaults = vaults;
+    });
+    put(&h, "x.png", &png(&["hello"]));
+    let client = connect(h.core.clone(), legacy(Reply::Approve)).await;
+    // Refused before the gate: the human is not asked for a call that cannot run.
+    let refused = failure(&call(&client, "ocr_bulk", json!({"paths": ["x.png"]})).await);
+    assert_eq!(refused["code"], "ocr_unavailable", "{refused}");
+    assert!(
+        refused["message"]
+            .as_str()
+            .unwrap()
+            .contains("apt-get install tesseract-ocr-zzq"),
+        "{refused}"
+    );
+    assert_eq!(refused["retryable"], false);
 }
