@@ -399,19 +399,37 @@ pub fn search(
         .join(", ");
     match fts_query(query) {
         Some(fts) => {
+            // Rank first, then read the page's rows and excerpts: the sort carries only
+            // (id, rank), not every matching row's observations and excerpt.
             let mut statement = conn.prepare_cached(&format!(
-                "SELECT {columns}, snippet(memory_fts, 2, '', '', '…', 16) FROM memory_fts f \
-                 JOIN memory_entities e ON e.id = f.rowid \
-                 WHERE memory_fts MATCH ?1 AND e.vault = ?2 AND (?3 IS NULL OR e.type = ?3) \
-                 ORDER BY bm25(memory_fts, 10.0, 2.0, 1.0), e.id LIMIT ?4 OFFSET ?5"
+                "WITH ranked AS ( \
+                     SELECT f.rowid AS id, bm25(memory_fts, 10.0, 2.0, 1.0) AS rank \
+                     FROM memory_fts f JOIN memory_entities e ON e.id = f.rowid \
+                     WHERE memory_fts MATCH ?1 AND e.vault = ?2 AND (?3 IS NULL OR e.type = ?3) \
+                     ORDER BY rank, id LIMIT ?4 OFFSET ?5) \
+                 SELECT {columns} FROM ranked r JOIN memory_entities e ON e.id = r.id \
+                 ORDER BY r.rank, r.id"
             ))?;
-            let rows = statement.query_map(params![fts, vault, kind, limit, offset], |row| {
-                Ok(Hit {
-                    entity: entity_of(row)?,
-                    snippet: row.get::<_, Option<String>>(11)?.unwrap_or_default(),
+            let entities = statement
+                .query_map(params![fts, vault, kind, limit, offset], entity_of)?
+                .collect::<rusqlite::Result<Vec<Entity>>>()?;
+            let mut excerpt = conn.prepare_cached(
+                "SELECT snippet(memory_fts, 2, '', '', '…', 16) FROM memory_fts \
+                 WHERE memory_fts MATCH ?1 AND rowid = ?2",
+            )?;
+            entities
+                .into_iter()
+                .map(|entity| {
+                    let snippet: Option<String> = excerpt
+                        .query_row(params![fts, entity.id], |row| row.get(0))
+                        .optional()?
+                        .flatten();
+                    Ok(Hit {
+                        entity,
+                        snippet: snippet.unwrap_or_default(),
+                    })
                 })
-            })?;
-            rows.collect()
+                .collect()
         }
         None => {
             let mut statement = conn.prepare_cached(&format!(
