@@ -46,7 +46,9 @@ pub struct Bridge {
 pub enum BridgeSetupError {
     #[error("vaults[{vault}].bridge.url: {0}", vault = .1)]
     Url(http::EndpointError, String),
-    #[error("vaults[{vault}].bridge.apiKeyFile: {path} must be an absolute path")]
+    #[error(
+        "vaults[{vault}].bridge.apiKeyFile: {path:?} must be an absolute path (it is not resolved against the config file)"
+    )]
     RelativeKeyFile { vault: String, path: PathBuf },
     #[error(
         "vaults[{vault}].bridge.timeoutMs: must be between 1 and {MAX_TIMEOUT_MS}, not {value}"
