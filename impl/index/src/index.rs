@@ -26,8 +26,7 @@ use tc_tools::context::{LinkCandidates, LinkIndex};
 use tc_tools::{SubsystemDb, ToolCx, ToolError};
 use tc_vault::error::VaultError;
 use tc_vault::links::LinkResolver;
-use tc_vault::path::{FolderPath, VaultPath, VaultRoot};
-use tc_vault::walk::{Walk, WalkFilter};
+use tc_vault::path::{VaultPath, VaultRoot};
 
 use crate::parse::{NoteFacts, analyze, name_key};
 
@@ -75,6 +74,8 @@ pub(crate) struct Live {
     /// reconciliation until their stamp is old enough to be trusted (git's "racy" entries).
     racy: HashSet<VaultPath>,
     resolver: Arc<LinkResolver>,
+    /// The files by name key (what a link to that name can resolve to).
+    by_key: HashMap<String, std::collections::BTreeSet<VaultPath>>,
 }
 
 /// How recent an mtime must be, when its file is indexed, for the stamp not to be trusted
@@ -179,6 +180,10 @@ impl VaultIndex {
                 let (path, stamp) = row?;
                 if let Ok(path) = VaultPath::parse(&path) {
                     resolver.insert(path.clone());
+                    live.by_key
+                        .entry(name_key(path.as_str()))
+                        .or_default()
+                        .insert(path.clone());
                     // Indexed by an earlier run at a time not kept: a recent stamp is racy.
                     if now.saturating_sub(stamp.mtime_ns) < RACY_NS {
                         live.racy.insert(path.clone());
@@ -316,27 +321,9 @@ impl VaultIndex {
 
     fn reconcile_reporting(&self, report: &dyn Fn(usize, usize)) -> Result<Reconciled, IndexError> {
         let mut live = self.live.lock().unwrap_or_else(|e| e.into_inner());
-        let walk = Walk::new(
-            &self.root,
-            &FolderPath::root(),
-            true,
-            WalkFilter::AllFiles,
-            None,
-        )?;
         let mut seen: HashSet<VaultPath> = HashSet::with_capacity(live.stamps.len());
         let mut changed: Vec<(VaultPath, Stamp)> = Vec::new();
-        for path in walk {
-            let path = path?;
-            let Ok(meta) = std::fs::metadata(self.root.join(&path)) else {
-                // Gone since the listing: dropped below like any file not seen.
-                continue;
-            };
-            let stamp = stamp_of(&meta, path.is_note());
-            if live.stamps.get(&path) != Some(&stamp) || live.racy.contains(&path) {
-                changed.push((path.clone(), stamp));
-            }
-            seen.insert(path);
-        }
+        self.scan(&live, &mut seen, &mut changed)?;
         let removed: Vec<VaultPath> = live
             .stamps
             .keys()
@@ -385,6 +372,65 @@ impl VaultIndex {
         })
     }
 
+    /// Every file of the vault with its stamp, as tc-vault's walk would list them (no hidden
+    /// name, no name that is not a valid vault path, no link to a folder, a link to a file
+    /// only when it stays inside the vault), stat'ed through each folder's own entries so
+    /// an unchanged vault costs one listing per folder and one stat per file.
+    fn scan(
+        &self,
+        live: &Live,
+        seen: &mut HashSet<VaultPath>,
+        changed: &mut Vec<(VaultPath, Stamp)>,
+    ) -> Result<(), IndexError> {
+        let mut folders = vec![(self.root.path().to_path_buf(), String::new())];
+        while let Some((dir, prefix)) = folders.pop() {
+            let entries = std::fs::read_dir(&dir).map_err(|source| IndexError::Io {
+                path: prefix.clone(),
+                source,
+            })?;
+            for entry in entries.flatten() {
+                let Ok(name) = entry.file_name().into_string() else {
+                    continue;
+                };
+                if name.starts_with('.') {
+                    continue;
+                }
+                let Ok(file_type) = entry.file_type() else {
+                    continue;
+                };
+                let rel = format!("{prefix}{name}");
+                if file_type.is_dir() {
+                    if VaultPath::parse(&rel).is_ok() {
+                        folders.push((entry.path(), format!("{rel}/")));
+                    }
+                    continue;
+                }
+                let Ok(path) = VaultPath::parse(&rel) else {
+                    continue;
+                };
+                let meta = if file_type.is_symlink() {
+                    match self.root.resolve_for_read(&path) {
+                        Ok(target) if target.is_file() => std::fs::metadata(target),
+                        _ => continue,
+                    }
+                } else if file_type.is_file() {
+                    entry.metadata()
+                } else {
+                    continue;
+                };
+                // Gone since the listing: dropped like any file not seen.
+                let Ok(meta) = meta else { continue };
+                let stamp = stamp_of(&meta, path.is_note());
+                if live.stamps.get(&path) != Some(&stamp) || live.racy.contains(&path) {
+                    changed.push((path.clone(), stamp));
+                }
+                seen.insert(path);
+            }
+        }
+        changed.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(())
+    }
+
     /// Writes one batch in one transaction, then updates the in-memory stamps and resolver.
     fn write_batch(
         &self,
@@ -413,16 +459,28 @@ impl VaultIndex {
             stamps,
             racy,
             resolver,
+            by_key,
         } = live;
         let resolver = Arc::make_mut(resolver);
         for path in removed {
             resolver.remove(path);
             stamps.remove(path);
             racy.remove(path);
+            let key = name_key(path.as_str());
+            if let Some(set) = by_key.get_mut(&key) {
+                set.remove(path);
+                if set.is_empty() {
+                    by_key.remove(&key);
+                }
+            }
         }
         for note in changed {
             if !stamps.contains_key(&note.path) {
                 resolver.insert(note.path.clone());
+                by_key
+                    .entry(name_key(note.path.as_str()))
+                    .or_default()
+                    .insert(note.path.clone());
             }
             stamps.insert(note.path.clone(), note.stamp);
             if now.saturating_sub(note.stamp.mtime_ns) < RACY_NS {
@@ -570,6 +628,14 @@ impl LinkIndex for VaultIndex {
             .map_err(|e| e.to_tool_error("reading the vault index"))?;
         self.answered.fetch_add(1, Ordering::SeqCst);
         Ok(Some(LinkCandidates { resolver, notes }))
+    }
+
+    fn files_named(&self, name: &str) -> Vec<VaultPath> {
+        let live = self.live.lock().unwrap_or_else(|e| e.into_inner());
+        live.by_key
+            .get(&name_key(name))
+            .map(|set| set.iter().cloned().collect())
+            .unwrap_or_default()
     }
 
     fn as_any(&self) -> &dyn Any {

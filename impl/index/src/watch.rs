@@ -6,7 +6,9 @@
 //! The watcher is an optimisation, never the guarantee: every answer is still preceded by a
 //! reconciliation (`index.reconcile`), so an event the watcher drops, or a platform without
 //! one, costs time and never freshness. Events under hidden folders (`.obsidian/` is
-//! written every few seconds by Obsidian itself) are ignored, as the index never holds them.
+//! written every few seconds by Obsidian itself) are ignored, as the index never holds them,
+//! and so are accesses (opening or reading a file changes nothing, and the index's own reads
+//! would otherwise wake it again and again).
 
 use std::path::Path;
 use std::sync::mpsc;
@@ -37,6 +39,8 @@ pub(crate) fn watch(index: &Arc<VaultIndex>) {
     let filter_root = root.clone();
     let watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
         let relevant = match &event {
+            // Reads (the index's own, the tools') are no change: reacting to them would loop.
+            Ok(event) if matches!(event.kind, notify::EventKind::Access(_)) => false,
             Ok(event) => event.paths.iter().any(|p| !hidden_below(&filter_root, p)),
             // An overflowed queue or a watcher error: reconcile to be safe.
             Err(_) => true,

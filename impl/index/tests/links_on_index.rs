@@ -170,3 +170,33 @@ fn hidden_folders_are_never_indexed_or_touched() {
         .unwrap();
     assert_eq!(found["results"], json!([]), "{found}");
 }
+
+#[test]
+fn a_move_on_the_index_writes_what_the_scan_writes() {
+    let scan = Fx::new();
+    let on_index = Fx::new();
+    for fx in [&scan, &on_index] {
+        linked_vault(fx);
+        fx.put("other/Plan.md", "a second Plan, further away\n");
+        fx.put("Deeper.md", "[[Plan]] [[deeper/Plan]]\n");
+    }
+    indexed(&on_index);
+    let args = json!({"from": "old/Plan.md", "to": "new/deeper/Plan.md"});
+    for fx in [&scan, &on_index] {
+        let token = fx.require("move_note", &args);
+        fx.call("move_note", with_token(&args, &token)).unwrap();
+    }
+    for path in [
+        "a.md",
+        "sub/b.md",
+        "new/deeper/Plan.md",
+        "Deeper.md",
+        "other/Plan.md",
+    ] {
+        assert_eq!(scan.get(path), on_index.get(path), "{path}");
+    }
+    assert_eq!(
+        on_index.get("a.md").unwrap(),
+        "[[new/deeper/Plan]] and ![[new/deeper/Plan]]\n"
+    );
+}

@@ -13,7 +13,7 @@ use tc_tools::{
 use tc_vault::acl::AclOp;
 use tc_vault::conventions::{ContentFacts, ConventionBlocked, Prior, WriteIntent, WriteKind};
 use tc_vault::error::VaultError;
-use tc_vault::links::{LinkMatcher, LinkRewrite, validate_link_target};
+use tc_vault::links::{LinkMatcher, LinkResolver, LinkRewrite, validate_link_target};
 use tc_vault::path::{FolderPath, VaultPath};
 use tc_vault::rewrite::{RewritePlan, build_resolver, plan_backlinks};
 use tc_vault::vault::Precondition;
@@ -138,7 +138,13 @@ fn backlink_plan(
     // The same plan as plan_backlinks, over the notes the index names as linking to a file
     // of the moved note's name (no other note can hold a link that resolves to it).
     let resolver = found.resolver.as_ref();
-    let mut after = resolver.clone();
+    // The link text for `to` after the move: only files of `to`'s name take part in
+    // resolving it, so a resolver over them stands in for a copy of the whole vault's.
+    let index = cx
+        .binding
+        .index()
+        .ok_or_else(|| ToolError::internal("reading the vault index"))?;
+    let mut after = LinkResolver::new(index.files_named(to.as_str()));
     after.remove(from);
     after.insert(to.clone());
     let new_target = after.link_text_for(to);

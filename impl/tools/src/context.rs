@@ -37,6 +37,11 @@ pub trait LinkIndex: Send + Sync + fmt::Debug {
     /// first build is still running): the caller scans the vault instead.
     fn link_candidates(&self, names: &[&str]) -> Result<Option<LinkCandidates>, ToolError>;
 
+    /// The files whose name is `name`'s (compared as above), as of the last
+    /// reconciliation: every file a link spelled from that name can resolve to, so a
+    /// resolver over them alone resolves such a link as one over the whole vault does.
+    fn files_named(&self, name: &str) -> Vec<VaultPath>;
+
     /// The implementation, for the index crate's own tools.
     fn as_any(&self) -> &dyn Any;
 }
