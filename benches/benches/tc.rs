@@ -6,11 +6,13 @@
 mod gate_codecs;
 mod gate_store;
 mod governor;
+mod index;
 mod paging;
 
 criterion::criterion_main!(
     gate_codecs::benches,
     gate_store::benches,
     governor::benches,
+    index::benches,
     paging::benches,
 );
