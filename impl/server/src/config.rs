@@ -68,6 +68,14 @@ pub struct Config {
     pub auth: AuthConfig,
     #[serde(default)]
     pub vaults: Vec<VaultConfig>,
+    /// `[ocr]`: the tesseract languages and the engine timeout of ocr_bulk (validated while
+    /// the file is parsed; an unknown key is named).
+    #[serde(default)]
+    pub ocr: tc_ocr::OcrConfig,
+    /// `[search]`: the vault index behind search_notes, captures, reset_vault_cache and the
+    /// link tools' backlinks (enabled by default).
+    #[serde(default)]
+    pub search: tc_index::SearchConfig,
 }
 
 fn default_ttl() -> i64 {
@@ -200,6 +208,19 @@ pub struct VaultConfig {
     /// `[[vaults.conventions]]`, judged in order.
     #[serde(default)]
     pub conventions: Vec<ConventionConfig>,
+    /// `[vaults.memory]`: `folder` (default `memory`), where entity notes are materialized;
+    /// absent = the defaults.
+    #[serde(default)]
+    pub memory: Option<tc_memory::MemoryConfig>,
+    /// `[vaults.bridge]`: the Obsidian Local REST API plugin of this vault (`url`,
+    /// `apiKeyFile` as an absolute path, `timeoutMs`); absent = execute_command and
+    /// trigger_quickadd refuse with plugin_unreachable.
+    #[serde(default)]
+    pub bridge: Option<tc_bridge::BridgeConfig>,
+    /// `[vaults.commands]`: `enabled` (default false) and the exact `allowlist` of Obsidian
+    /// command ids execute_command may run.
+    #[serde(default)]
+    pub commands: tc_bridge::CommandsConfig,
 }
 
 /// Why a configuration could not be used. Each message names the key at fault.
@@ -249,6 +270,8 @@ impl Default for Config {
             governor: GovernorConfig::default(),
             auth: AuthConfig::default(),
             vaults: Vec::new(),
+            ocr: tc_ocr::OcrConfig::default(),
+            search: tc_index::SearchConfig::default(),
         }
     }
 }
@@ -312,6 +335,9 @@ impl Config {
             root,
             acl: None,
             conventions: Vec::new(),
+            memory: None,
+            bridge: None,
+            commands: tc_bridge::CommandsConfig::default(),
         });
         Ok(())
     }

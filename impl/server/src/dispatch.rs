@@ -232,6 +232,20 @@ impl ServerCore {
             bindings.push(binding);
         }
         let vault_ids = config.vaults.iter().map(|v| v.id.clone()).collect();
+        // The vault indexes: opened here (cache.db only), built in the background, so
+        // tools/list answers at once (spec index.build.background).
+        if config.search.enabled {
+            let roots = config
+                .vaults
+                .iter()
+                .map(|v| (v.id.as_str(), v.root.as_path()));
+            let indexes = tc_index::open_indexes(parts.cache_dir, roots)
+                .map_err(|e| BuildError::Registry(e.to_string()))?;
+            for (binding, index) in bindings.iter().zip(indexes) {
+                binding.attach_index(index.clone());
+                index.start();
+            }
+        }
         let setup = tc_tools::SubsystemSetup {
             cache_dir: parts.cache_dir,
             clock: Arc::clone(&parts.clock),
@@ -468,7 +482,14 @@ impl ServerCore {
         let resubmitted = request_state.is_some() || input_responses.is_some();
         if era == Era::Modern && resubmitted && prepared.elicit_token().is_none() {
             return self
-                .resubmission(&prepared, key, request_state, input_responses, context)
+                .resubmission(
+                    &prepared,
+                    key,
+                    request_state,
+                    input_responses,
+                    route,
+                    context,
+                )
                 .await;
         }
         if !prepared.needs_confirmation() || prepared.elicit_token().is_some() {

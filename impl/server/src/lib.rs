@@ -28,8 +28,27 @@ pub fn registry(
     config: &config::Config,
     setup: &tc_tools::SubsystemSetup<'_>,
 ) -> Result<tc_tools::Registry, tc_tools::RegistryBuildError> {
-    let _ = (config, setup);
     let mut registry = tc_tools::Registry::new();
     tc_notes::register(&mut registry)?;
+    tc_memory::register(
+        &mut registry,
+        setup,
+        config
+            .vaults
+            .iter()
+            .map(|v| (v.id.clone(), v.memory.clone().unwrap_or_default())),
+    )?;
+    tc_bridge::register(
+        &mut registry,
+        setup,
+        config.vaults.iter().map(|v| tc_bridge::VaultSettings {
+            vault: v.id.clone(),
+            bridge: v.bridge.clone(),
+            commands: v.commands.clone(),
+        }),
+    )?;
+    tc_ocr::register(&mut registry, &config.ocr, setup)?;
+    tc_index::register(&mut registry, &config.search)?;
+    tc_git::register(&mut registry, setup)?;
     Ok(registry)
 }
