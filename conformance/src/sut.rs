@@ -321,9 +321,11 @@ impl Sut {
                 state,
                 call,
                 answer,
-            } => self.redeem_state(state, &call, answer),
+                form,
+            } => self.redeem_state(state, &call, answer, form),
             Action::ShimPrompt { call } => self.shim_prompt(&call),
             Action::ShimAnswer { prompt, answer } => self.shim_answer(prompt, answer),
+            Action::ShimCancel { prompt } => Ok(self.shim_cancel(prompt)),
             Action::ChangeTarget { vault, note } => {
                 self.change_note(vault, note);
                 Ok(Outcome::TargetChanged)
@@ -509,7 +511,12 @@ impl Sut {
             .gate()?
             .issue(&real.binding(), flag.as_ref().map(StateFp::as_str))
         {
-            Ok(issued) => Ok(self.push_token(issued.token.expose().to_owned())),
+            Ok(issued) => {
+                // The mint consumed the raised request (cli.elicit.one-mint-per-raise): the
+                // next raise of the call supersedes nothing.
+                self.raises.remove(call);
+                Ok(self.push_token(issued.token.expose().to_owned()))
+            }
             Err(MintError::NoRaisedRequest { .. }) => Ok(Outcome::MintRefused(Refusal::new(
                 clause::CLI_ELICIT_REQUIRES_RAISE,
                 RefusalKind::NoRaise,
@@ -599,6 +606,7 @@ impl Sut {
         state: StateRef,
         call: &Call,
         answer: Answer,
+        form: bool,
     ) -> Result<Outcome, SutError> {
         let issued = modulo(state.0, self.states.len()).map(|index| self.states[index].clone());
         let presented = issued.as_deref().unwrap_or(UNKNOWN_STATE);
@@ -627,7 +635,7 @@ impl Sut {
                         ));
                     }
                 };
-                return self.reraise(refusal, call, true);
+                return self.reraise(refusal, call, form);
             }
         };
         if let Some(refusal) = answer_refusal(answer) {
@@ -637,10 +645,8 @@ impl Sut {
         match gate.admit_request_state(&opened) {
             Ok(()) => {}
             Err(AdmitError::AlreadyUsed) => {
-                return Ok(Outcome::Refused(Refusal::new(
-                    clause::STATE_EXT_SINGLE_USE,
-                    RefusalKind::AlreadySpent,
-                )));
+                let spent = Refusal::new(clause::STATE_EXT_SINGLE_USE, RefusalKind::AlreadySpent);
+                return self.reraise(spent, call, form);
             }
             Err(AdmitError::Expired) => {
                 return Ok(Outcome::Refused(Refusal::new(
@@ -704,6 +710,17 @@ impl Sut {
         gate.record_handler_run(&real.binding(), NonTokenRoute::LegacyShim)?;
         self.take_effect(&open.call);
         Ok(Outcome::Applied)
+    }
+
+    /// The call is cancelled while its prompt is open: the prompt closes and nothing runs.
+    fn shim_cancel(&mut self, prompt: PromptRef) -> Outcome {
+        match modulo(prompt.0, self.prompts.len()) {
+            Some(index) => {
+                self.prompts.remove(index);
+                Outcome::CallCancelled
+            }
+            None => Outcome::NoSuchPrompt,
+        }
     }
 
     // ----- Reopen ------------------------------------------------------------------------------

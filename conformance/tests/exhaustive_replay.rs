@@ -190,6 +190,19 @@ fn token_routes_conform_state_by_state() {
     );
 }
 
+// r[verify cli.elicit.one-mint-per-raise]
+// r[verify cli.elicit.ttl-cap]
+#[test]
+fn repeated_mints_conform_state_by_state() {
+    let started = Instant::now();
+    let checker = GateChecker::mints(ModelConfig::default());
+    assert_conforms(
+        "mints, states",
+        replay_states(&checker, state_depth(4)),
+        started,
+    );
+}
+
 #[test]
 fn token_routes_conform_sequence_by_sequence() {
     let started = Instant::now();

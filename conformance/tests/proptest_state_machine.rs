@@ -65,14 +65,18 @@ fn action() -> impl Strategy<Value = Action> {
                 stage,
                 verifier,
             }),
-        3 => (handle(4), call(), answer()).prop_map(|(state, call, answer)| {
-            Action::RedeemState {
+        3 => (handle(4), call(), answer(), proptest::bool::weighted(0.8)).prop_map(
+            |(state, call, answer, form)| Action::RedeemState {
                 state: StateRef(state),
                 call,
                 answer,
+                form,
             }
-        }),
+        ),
         1 => call().prop_map(|call| Action::ShimPrompt { call }),
+        1 => handle(3).prop_map(|prompt| Action::ShimCancel {
+            prompt: PromptRef(prompt)
+        }),
         2 => (handle(3), answer()).prop_map(|(prompt, answer)| Action::ShimAnswer {
             prompt: PromptRef(prompt),
             answer,
@@ -259,8 +263,8 @@ fn the_generated_sequences_reach_every_kind_of_outcome() {
         "refused Drift",
         "refused Declined",
         "refused NotObtained",
-        "refused AlreadySpent",
         "re-raised AlreadySpent",
+        "CallCancelled",
         "re-raised WrongCaller",
         "re-raised WrongVault",
         "re-raised WrongArgs",

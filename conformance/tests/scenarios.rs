@@ -58,6 +58,7 @@ fn answer_state(state: u8, call: Call, answer: Answer) -> Action {
         state: StateRef(state),
         call,
         answer,
+        form: true,
     }
 }
 

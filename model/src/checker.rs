@@ -65,6 +65,10 @@ pub struct Bounds {
     /// Runs per token and applications per requestState stop here, and a note's version may
     /// exceed `max_versions` by this much through the handlers' own writes.
     pub max_runs: u8,
+    /// The stages a token redemption by its own call may end at, and the verifiers tried
+    /// where a release is possible.
+    pub stages: Vec<Stage>,
+    pub verifiers: Vec<Verifier>,
 }
 
 /// The stateright model: a [`ModelConfig`] explored within [`Bounds`].
@@ -100,6 +104,42 @@ impl GateChecker {
                 max_ticks: config.ttl_ticks,
                 max_versions: 1,
                 max_runs: 2,
+                stages: Stage::ALL.to_vec(),
+                verifiers: Verifier::ALL.to_vec(),
+            },
+        }
+    }
+
+    /// Repeated mints: `obsidian-tc elicit` run more than once for one blocked call, for a
+    /// `"none"` tool (which binds nothing but the args_hash) and a path tool, with a CLI whose
+    /// configuration may say another TTL than the server's (cli.elicit.one-mint-per-raise,
+    /// cli.elicit.ttl-cap). One vault: the bindings are the token world's to explore, and a
+    /// second vault would only mirror these states.
+    pub fn mints(config: ModelConfig) -> Self {
+        GateChecker {
+            config: ModelConfig {
+                vaults: 1,
+                ..config
+            },
+            bounds: Bounds {
+                origins: vec![
+                    Call::new(0, 0, Tool::ExecuteCommand, 0),
+                    Call::new(0, 0, Tool::DeleteNote, 0),
+                ],
+                routes: Routes {
+                    cli: true,
+                    library: false,
+                    request_state: false,
+                    shim: false,
+                },
+                max_tokens: 2,
+                max_states: 0,
+                max_prompts: 0,
+                max_ticks: config.ttl_ticks,
+                max_versions: 1,
+                max_runs: 1,
+                stages: vec![Stage::Applied, Stage::AclDenied],
+                verifiers: vec![Verifier::Builtin],
             },
         }
     }
@@ -127,6 +167,8 @@ impl GateChecker {
                 max_ticks: config.ttl_ticks,
                 max_versions: 1,
                 max_runs: 2,
+                stages: Stage::ALL.to_vec(),
+                verifiers: Verifier::ALL.to_vec(),
             },
         }
     }
@@ -184,6 +226,12 @@ impl GateChecker {
             .origins
             .iter()
             .any(|call| call.tool.confirms_in_handler());
+        let effect_stages = self
+            .bounds
+            .stages
+            .iter()
+            .any(|stage| *stage != Stage::Applied && !stage.no_effect());
+        let custom_release = self.bounds.verifiers.contains(&Verifier::CustomWithRelease);
         vec![
             // Tokens.
             (
@@ -195,7 +243,7 @@ impl GateChecker {
                 }),
             ),
             (
-                routes.tokens(),
+                routes.tokens() && self.bounds.max_runs >= 2,
                 Property::<Self>::sometimes(SOMETIMES_RERUN_AFTER_RELEASE, |_, s| {
                     s.tokens().iter().any(|t| t.runs >= 2)
                 }),
@@ -261,6 +309,36 @@ impl GateChecker {
                     s.has_seen(Observation::SupersededFpRefused)
                 }),
             ),
+            (
+                routes.cli,
+                Property::<Self>::always(clause::CLI_ELICIT_ONE_MINT_PER_RAISE, |_, s| {
+                    s.tokens().iter().all(|t| match t.kind {
+                        TokenKind::Cli(evidence) => evidence.prior_mints == 0,
+                        TokenKind::Library => true,
+                    })
+                }),
+            ),
+            (
+                routes.cli && self.bounds.max_tokens >= 2,
+                Property::<Self>::sometimes(SOMETIMES_SECOND_MINT_REFUSED, |_, s| {
+                    s.has_seen(Observation::SecondMintRefused)
+                }),
+            ),
+            (
+                routes.tokens(),
+                Property::<Self>::always(clause::CLI_ELICIT_TTL_CAP, |m, s| {
+                    let ttl = u16::from(m.config.ttl_ticks);
+                    s.tokens()
+                        .iter()
+                        .all(|t| u16::from(t.expires_at) <= u16::from(t.issued_at) + ttl)
+                }),
+            ),
+            (
+                routes.cli && self.config.cli_ttl_ticks > self.config.ttl_ticks,
+                Property::<Self>::sometimes(SOMETIMES_TTL_CAPPED, |_, s| {
+                    s.has_seen(Observation::TtlCapped)
+                }),
+            ),
             // Release.
             (
                 routes.tokens(),
@@ -275,7 +353,7 @@ impl GateChecker {
                 Property::<Self>::sometimes(SOMETIMES_RELEASED, |_, s| !s.releases().is_empty()),
             ),
             (
-                routes.tokens(),
+                routes.tokens() && effect_stages,
                 Property::<Self>::sometimes(SOMETIMES_KEPT_SPENT, |_, s| {
                     s.has_seen(Observation::KeptSpentAfterEffect)
                 }),
@@ -287,7 +365,7 @@ impl GateChecker {
                 }),
             ),
             (
-                routes.tokens(),
+                routes.tokens() && custom_release,
                 Property::<Self>::sometimes(SOMETIMES_CUSTOM_RELEASE, |_, s| {
                     s.releases()
                         .iter()
@@ -419,6 +497,30 @@ impl GateChecker {
                     s.has_seen(Observation::Cancelled)
                 }),
             ),
+            (
+                routes.request_state,
+                Property::<Self>::always(clause::TRIP_FORM_ONLY, |_, s| {
+                    !s.has_seen(Observation::StateToFormless)
+                }),
+            ),
+            (
+                routes.request_state,
+                Property::<Self>::sometimes(SOMETIMES_FORMLESS_RERAISED, |_, s| {
+                    s.has_seen(Observation::FormlessReraised)
+                }),
+            ),
+            (
+                routes.shim,
+                Property::<Self>::always(clause::TRIP_LEGACY_SHIM_CANCEL, |_, s| {
+                    s.applications().iter().all(|a| !a.after_cancel)
+                }),
+            ),
+            (
+                routes.shim,
+                Property::<Self>::sometimes(SOMETIMES_PROMPT_CANCELLED, |_, s| {
+                    s.has_seen(Observation::PromptCancelled)
+                }),
+            ),
             // requestState replay.
             (
                 routes.request_state && single_use,
@@ -460,6 +562,13 @@ pub const SOMETIMES_MINT_WITHOUT_RAISE_REFUSED: &str =
     "cli.elicit.requires-raise: a mint with no raised request is refused";
 pub const SOMETIMES_SUPERSEDED_FP_REFUSED: &str =
     "cli.elicit.state-fp: a mint naming a superseded fingerprint is refused";
+pub const SOMETIMES_SECOND_MINT_REFUSED: &str =
+    "cli.elicit.one-mint-per-raise: a second mint from one raised request is refused";
+pub const SOMETIMES_TTL_CAPPED: &str =
+    "cli.elicit.ttl-cap: a CLI token expires at the server's TTL, not the CLI config's longer one";
+pub const SOMETIMES_FORMLESS_RERAISED: &str = "trip.form-only: a request without form elicitation presenting a dead state gets elicit_required";
+pub const SOMETIMES_PROMPT_CANCELLED: &str =
+    "trip.legacy-shim.cancel: a call is cancelled while its shim prompt is open";
 pub const SOMETIMES_RELEASED: &str = "release.no-effect-only: a token is released";
 pub const SOMETIMES_KEPT_SPENT: &str =
     "release.keeps-spent: a token stays spent after a possible effect";
@@ -541,10 +650,10 @@ impl Model for GateChecker {
                     });
                     continue;
                 }
-                for stage in Stage::ALL {
+                for &stage in &bounds.stages {
                     // The verifier only decides anything where a release is possible.
                     let verifiers: &[Verifier] = if stage.no_effect() {
-                        &Verifier::ALL
+                        &bounds.verifiers
                     } else {
                         &[Verifier::Builtin]
                     };
@@ -572,6 +681,16 @@ impl Model for GateChecker {
                         state: handle,
                         call,
                         answer,
+                        form: true,
+                    });
+                }
+                if i == 0 {
+                    // The same client resubmitting from a request without form elicitation.
+                    actions.push(Action::RedeemState {
+                        state: handle,
+                        call,
+                        answer: Answer::Accept { approve: true },
+                        form: false,
                     });
                 }
             }
@@ -581,6 +700,7 @@ impl Model for GateChecker {
             for answer in Answer::ALL {
                 actions.push(Action::ShimAnswer { prompt, answer });
             }
+            actions.push(Action::ShimCancel { prompt });
         }
         let mut targets: Vec<(Vault, Note)> = bounds
             .origins

@@ -67,6 +67,14 @@ pub struct Defects {
     pub accept_superseded_fp: bool,
     /// With the single-use extension, never consult the consumed-state store.
     pub state_store_ignored: bool,
+    /// Leave the raised request in place after a mint, so it backs a second token.
+    pub mint_keeps_raise: bool,
+    /// Give a minted token the TTL of the CLI's own configuration instead of the server's.
+    pub mint_uses_cli_ttl: bool,
+    /// Offer a fresh requestState to a request without form elicitation.
+    pub state_to_formless_client: bool,
+    /// Keep a shim prompt open after its call was cancelled, so a later answer applies it.
+    pub cancel_leaves_prompt_open: bool,
 }
 
 /// The fixed parameters of a model instance.
@@ -81,6 +89,10 @@ pub struct ModelConfig {
     /// The confirmation TTL in ticks: an approval issued at tick `t` is valid while
     /// `now < t + ttl_ticks` and expired from `t + ttl_ticks` on.
     pub ttl_ticks: u8,
+    /// The TTL of the configuration `obsidian-tc elicit` runs with, which may differ from the
+    /// server's (a mint honours the server's, recorded with the raised request:
+    /// cli.elicit.ttl-cap).
+    pub cli_ttl_ticks: u8,
     pub request_state_mode: RequestStateMode,
     pub defects: Defects,
 }
@@ -92,6 +104,7 @@ impl Default for ModelConfig {
             vaults: 2,
             notes: 1,
             ttl_ticks: 2,
+            cli_ttl_ticks: 3,
             request_state_mode: RequestStateMode::Replayable,
             defects: Defects::default(),
         }
@@ -117,6 +130,9 @@ pub struct RaisedRequest {
     /// The fingerprint of the live request this one superseded, if any (gate.raise.supersede).
     pub superseded_fp: Option<Fp>,
     pub raised_at: u8,
+    /// Ghost: tokens minted from this request. A mint consumes the request, so this stays 0
+    /// unless a seeded defect keeps it (cli.elicit.one-mint-per-raise).
+    pub mints: u8,
 }
 
 /// Ghost: what the CLI knew when it minted, judged by cli.elicit.* and gate.token.state-bound.
@@ -128,6 +144,8 @@ pub struct MintEvidence {
     pub flag_matches: bool,
     /// The token's state binding is the retained request's fingerprint.
     pub bound_to_retained: bool,
+    /// Tokens the backing raised request had already backed before this one.
+    pub prior_mints: u8,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -147,6 +165,8 @@ pub struct TokenRecord {
     pub state_fp: Option<Fp>,
     pub kind: TokenKind,
     pub issued_at: u8,
+    /// The tick from which the token is expired.
+    pub expires_at: u8,
     pub spent: bool,
     /// Ghost: times a redemption cleared every check and the call was dispatched to its stage.
     pub runs: u8,
@@ -175,6 +195,8 @@ pub struct PromptRecord {
     pub call: Call,
     pub fp: Fp,
     pub issued_at: u8,
+    /// Its call was cancelled (only ever true under a seeded defect, which keeps it open).
+    pub cancelled: bool,
 }
 
 /// The route an approval arrived by.
@@ -200,6 +222,8 @@ pub struct Application {
     pub expired: bool,
     /// The answer that approved it (round trips only).
     pub answer: Option<Answer>,
+    /// The call had been cancelled while its shim prompt was open.
+    pub after_cancel: bool,
 }
 
 /// Ghost: after what a token was given back.
@@ -239,6 +263,19 @@ pub enum Observation {
     ConsumedStateRefused,
     /// A token stayed spent after a stage where the call may have had an effect.
     KeptSpentAfterEffect,
+    /// A second mint for a blocked call whose raised request already backed a token was
+    /// refused.
+    SecondMintRefused,
+    /// A CLI token expired at the server's TTL while the CLI's configuration said longer.
+    TtlCapped,
+    /// A request without form elicitation presented a requestState that did not open and was
+    /// answered `elicit_required`.
+    FormlessReraised,
+    /// A call was cancelled while its shim prompt was open.
+    PromptCancelled,
+    /// A requestState was issued to a request without form elicitation (trip.form-only
+    /// forbids it; only a seeded defect gets here).
+    StateToFormless,
 }
 
 impl Observation {
@@ -421,9 +458,11 @@ impl GateModel {
                 state,
                 call,
                 answer,
-            } => self.redeem_state(state, call, answer),
+                form,
+            } => self.redeem_state(state, call, answer, form),
             Action::ShimPrompt { call } => self.shim_prompt(call),
             Action::ShimAnswer { prompt, answer } => self.shim_answer(prompt, answer),
+            Action::ShimCancel { prompt } => self.shim_cancel(prompt),
             Action::ChangeTarget { vault, note } => {
                 self.change_note(vault, note);
                 Outcome::TargetChanged
@@ -456,23 +495,26 @@ impl GateModel {
                 fp,
                 superseded_fp,
                 raised_at: self.now,
+                mints: 0,
             },
         );
         fp
     }
 
     fn raise(&mut self, call: Call, form: bool) -> Outcome {
-        let (state_fp, request_state) = self.raise_with_state(call, form);
+        let (state_fp, request_state) = self.raise_with_state(call, form, form);
         Outcome::Raised {
             state_fp,
             request_state,
         }
     }
 
-    /// gate.token.refused, state.invalid-fresh: the call is answered as one without approval.
-    fn reraise(&mut self, refusal: Refusal, call: Call, form: bool) -> Outcome {
+    /// gate.token.refused, state.invalid-fresh: the call is answered as one without approval,
+    /// with a fresh requestState when `offer` (trip.form-only: the request declared form
+    /// elicitation, which `form` records for the ghost).
+    fn reraise(&mut self, refusal: Refusal, call: Call, offer: bool, form: bool) -> Outcome {
         self.observe_refusal(refusal.kind);
-        let (state_fp, request_state) = self.raise_with_state(call, form);
+        let (state_fp, request_state) = self.raise_with_state(call, offer, form);
         Outcome::Reraised {
             refusal,
             state_fp,
@@ -480,9 +522,10 @@ impl GateModel {
         }
     }
 
-    fn raise_with_state(&mut self, call: Call, form: bool) -> (Fp, Option<StateRef>) {
+    // r[impl trip.form-only]
+    fn raise_with_state(&mut self, call: Call, offer: bool, form: bool) -> (Fp, Option<StateRef>) {
         let state_fp = self.record_raise(call);
-        let request_state = form.then(|| {
+        let request_state = offer.then(|| {
             self.states.push(RequestStateRecord {
                 call,
                 fp: state_fp,
@@ -490,6 +533,9 @@ impl GateModel {
                 consumed: false,
                 applied: 0,
             });
+            if !form {
+                self.observe(Observation::StateToFormless);
+            }
             StateRef(index_u8(self.states.len() - 1))
         });
         (state_fp, request_state)
@@ -512,6 +558,8 @@ impl GateModel {
 
     // r[impl cli.elicit.requires-raise]
     // r[impl cli.elicit.state-fp]
+    // r[impl cli.elicit.one-mint-per-raise]
+    // r[impl cli.elicit.ttl-cap]
     fn mint(&mut self, call: Call, choice: FpChoice) -> Outcome {
         let defects = self.config.defects;
         let live = self.live_raise(&call).copied();
@@ -524,11 +572,20 @@ impl GateModel {
         let Some(request) = live else {
             if !defects.mint_without_raise {
                 self.observe(Observation::NoRaiseRefused);
+                let minted_now = self.tokens.iter().any(|t| {
+                    t.binding == call
+                        && t.issued_at == self.now
+                        && matches!(t.kind, TokenKind::Cli(_))
+                });
+                if minted_now {
+                    self.observe(Observation::SecondMintRefused);
+                }
                 return Outcome::MintRefused(Refusal::new(
                     clause::CLI_ELICIT_REQUIRES_RAISE,
                     RefusalKind::NoRaise,
                 ));
             }
+            let expires_at = self.cli_token_expiry();
             return self.push_token(
                 call,
                 None,
@@ -536,7 +593,9 @@ impl GateModel {
                     raise_live: false,
                     flag_matches,
                     bound_to_retained: false,
+                    prior_mints: 0,
                 }),
+                expires_at,
             );
         };
         if !flag_matches && !defects.accept_superseded_fp {
@@ -555,6 +614,15 @@ impl GateModel {
         // gate.token.state-bound: the token binds the state the request was raised against,
         // with or without the flag.
         let bound = Some(request.fp);
+        // cli.elicit.one-mint-per-raise: the mint consumes the raised request.
+        if defects.mint_keeps_raise {
+            if let Some(kept) = self.raised.get_mut(&call) {
+                kept.mints = kept.mints.saturating_add(1);
+            }
+        } else {
+            self.raised.remove(&call);
+        }
+        let expires_at = self.cli_token_expiry();
         self.push_token(
             call,
             bound,
@@ -562,20 +630,41 @@ impl GateModel {
                 raise_live: true,
                 flag_matches,
                 bound_to_retained: bound == retained,
+                prior_mints: request.mints,
             }),
+            expires_at,
         )
     }
 
-    fn issue_unbound(&mut self, call: Call) -> Outcome {
-        self.push_token(call, None, TokenKind::Library)
+    /// cli.elicit.ttl-cap: a minted token lives for the TTL the raised request recorded (the
+    /// server's), not the one of the CLI's configuration.
+    fn cli_token_expiry(&self) -> u8 {
+        let ttl = if self.config.defects.mint_uses_cli_ttl {
+            self.config.cli_ttl_ticks
+        } else {
+            self.config.ttl_ticks
+        };
+        self.now.saturating_add(ttl)
     }
 
-    fn push_token(&mut self, binding: Call, state_fp: Option<Fp>, kind: TokenKind) -> Outcome {
+    fn issue_unbound(&mut self, call: Call) -> Outcome {
+        let expires_at = self.now.saturating_add(self.config.ttl_ticks);
+        self.push_token(call, None, TokenKind::Library, expires_at)
+    }
+
+    fn push_token(
+        &mut self,
+        binding: Call,
+        state_fp: Option<Fp>,
+        kind: TokenKind,
+        expires_at: u8,
+    ) -> Outcome {
         self.tokens.push(TokenRecord {
             binding,
             state_fp,
             kind,
             issued_at: self.now,
+            expires_at,
             spent: false,
             runs: 0,
             releases: 0,
@@ -610,14 +699,23 @@ impl GateModel {
         let defects = self.config.defects;
         let Some(index) = self.resolve_tok(tok) else {
             let unknown = Refusal::new(clause::GATE_TOKEN_REFUSED, RefusalKind::UnknownToken);
-            return self.reraise(unknown, call, false);
+            return self.reraise(unknown, call, false, false);
         };
         let token = self.tokens[index];
+        let token_expired = self.now >= token.expires_at;
         let check = match self.binding_refusal(&token.binding, &call) {
             Some(kind) => Some(Refusal::new(clause::APPROVAL_BOUND, kind)),
-            None if self.is_expired(token.issued_at) && !defects.skip_token_expiry => Some(
-                Refusal::new(clause::GATE_TOKEN_EXPIRED, RefusalKind::Expired),
-            ),
+            None if token_expired && !defects.skip_token_expiry => {
+                let cli_would_allow = u16::from(self.now)
+                    < u16::from(token.issued_at) + u16::from(self.config.cli_ttl_ticks);
+                if matches!(token.kind, TokenKind::Cli(_)) && cli_would_allow {
+                    self.observe(Observation::TtlCapped);
+                }
+                Some(Refusal::new(
+                    clause::GATE_TOKEN_EXPIRED,
+                    RefusalKind::Expired,
+                ))
+            }
             None => None,
         };
         let spent_refusal = (token.spent && !defects.skip_consumed_check)
@@ -630,7 +728,7 @@ impl GateModel {
             check.or(spent_refusal)
         };
         if let Some(refusal) = refusal {
-            return self.reraise(refusal, call, false);
+            return self.reraise(refusal, call, false, false);
         }
         self.tokens[index].spent = true;
 
@@ -651,6 +749,7 @@ impl GateModel {
                 TokenKind::Cli(_) => Route::CliToken,
                 TokenKind::Library => Route::LibraryToken,
             };
+            // Ghost: judged by the server's TTL from the mint, whatever the token recorded.
             let expired = self.is_expired(token.issued_at);
             self.applications.insert(Application {
                 route,
@@ -659,6 +758,7 @@ impl GateModel {
                 drifted,
                 expired,
                 answer: None,
+                after_cancel: false,
             });
             self.take_effect(&call);
             return Outcome::Applied;
@@ -737,11 +837,13 @@ impl GateModel {
     /// (state.invalid-fresh); then the answer (trip.*); with the extension the consumed-state
     /// store (state.ext.single-use, marked before the drift check, never given back); drift
     /// (drift.refuse).
-    fn redeem_state(&mut self, state: StateRef, call: Call, answer: Answer) -> Outcome {
+    fn redeem_state(&mut self, state: StateRef, call: Call, answer: Answer, form: bool) -> Outcome {
         let defects = self.config.defects;
+        // trip.form-only: a request without form elicitation is never offered a requestState.
+        let offer = form || defects.state_to_formless_client;
         let Some(index) = self.resolve_state(state) else {
             let invalid = Refusal::new(clause::STATE_INVALID_FRESH, RefusalKind::InvalidState);
-            return self.reraise(invalid, call, true);
+            return self.reraise_state(invalid, call, offer, form);
         };
         let record = self.states[index];
         let unopened = if self.binding_refusal(&record.call, &call).is_some() {
@@ -755,7 +857,7 @@ impl GateModel {
             None
         };
         if let Some(refusal) = unopened {
-            return self.reraise(refusal, call, true);
+            return self.reraise_state(refusal, call, offer, form);
         }
         if let Some(refusal) = self.answer_refusal(answer) {
             self.observe_refusal(refusal.kind);
@@ -764,10 +866,8 @@ impl GateModel {
         if self.config.request_state_mode == RequestStateMode::SingleUse {
             if record.consumed && !defects.state_store_ignored {
                 self.observe(Observation::ConsumedStateRefused);
-                return Outcome::Refused(Refusal::new(
-                    clause::STATE_EXT_SINGLE_USE,
-                    RefusalKind::AlreadySpent,
-                ));
+                let spent = Refusal::new(clause::STATE_EXT_SINGLE_USE, RefusalKind::AlreadySpent);
+                return self.reraise_state(spent, call, offer, form);
             }
             self.states[index].consumed = true;
         }
@@ -785,9 +885,19 @@ impl GateModel {
             drifted,
             expired,
             answer: Some(answer),
+            after_cancel: false,
         });
         self.take_effect(&call);
         Outcome::Applied
+    }
+
+    /// A requestState that approves nothing: the call is answered as one without approval,
+    /// with a fresh requestState only for a request that can answer it (trip.form-only).
+    fn reraise_state(&mut self, refusal: Refusal, call: Call, offer: bool, form: bool) -> Outcome {
+        if !form {
+            self.observe(Observation::FormlessReraised);
+        }
+        self.reraise(refusal, call, offer, form)
     }
 
     fn shim_prompt(&mut self, call: Call) -> Outcome {
@@ -796,6 +906,7 @@ impl GateModel {
             call,
             fp: state_fp,
             issued_at: self.now,
+            cancelled: false,
         });
         Outcome::Prompted {
             state_fp,
@@ -840,9 +951,26 @@ impl GateModel {
             drifted,
             expired,
             answer: Some(answer),
+            after_cancel: record.cancelled,
         });
         self.take_effect(&record.call);
         Outcome::Applied
+    }
+
+    // r[impl trip.legacy-shim.cancel]
+    /// The call is cancelled while its prompt is open: the handler stops waiting, nothing
+    /// runs, and the prompt closes.
+    fn shim_cancel(&mut self, prompt: PromptRef) -> Outcome {
+        let Some(index) = self.resolve_prompt(prompt) else {
+            return Outcome::NoSuchPrompt;
+        };
+        self.observe(Observation::PromptCancelled);
+        if self.config.defects.cancel_leaves_prompt_open {
+            self.prompts[index].cancelled = true;
+        } else {
+            self.prompts.remove(index);
+        }
+        Outcome::CallCancelled
     }
 }
 

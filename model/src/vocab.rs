@@ -313,10 +313,13 @@ pub enum Action {
     },
     /// The 2026-07-28 client resubmits `call` echoing the requestState `state` designates with
     /// `inputResponses.confirm` = `answer`. If it is approved the handler runs and applies.
+    /// `form`: this request's capabilities declare form elicitation (trip.form-only decides
+    /// what a request whose state does not open is offered).
     RedeemState {
         state: StateRef,
         call: Call,
         answer: Answer,
+        form: bool,
     },
     /// A legacy stdio client (with `legacyElicitationShim`) makes the call: the server records the
     /// raised request and sends `elicitation/create` itself from inside the handler, which waits.
@@ -324,6 +327,10 @@ pub enum Action {
     /// The legacy client answers the open prompt `prompt` designates. The prompt closes whatever
     /// the answer: its confirmation never leaves the server.
     ShimAnswer { prompt: PromptRef, answer: Answer },
+    /// The legacy client cancels the call (`notifications/cancelled`) while its prompt
+    /// `prompt` is open: the call stops with nothing applied and the prompt closes
+    /// (trip.legacy-shim.cancel).
+    ShimCancel { prompt: PromptRef },
     /// The note's content changes outside the gate (drift for any approval about it).
     ChangeTarget { vault: Vault, note: Note },
     /// One tick passes. Time is abstract: the confirmation TTL is [`crate::ModelConfig::ttl_ticks`]
@@ -364,13 +371,16 @@ impl Action {
                 state,
                 call: c,
                 answer,
+                form,
             } => Action::RedeemState {
                 state,
                 call: call(&c),
                 answer,
+                form,
             },
             Action::ShimPrompt { call: c } => Action::ShimPrompt { call: call(&c) },
             Action::ShimAnswer { prompt, answer } => Action::ShimAnswer { prompt, answer },
+            Action::ShimCancel { prompt } => Action::ShimCancel { prompt },
             Action::ChangeTarget { vault, note } => Action::ChangeTarget {
                 vault: Vault(vault.0 % config.vaults.max(1)),
                 note: Note(note.0 % config.notes.max(1)),
@@ -414,11 +424,17 @@ impl fmt::Display for Action {
                 state,
                 call,
                 answer,
-            } => write!(f, "RedeemState({state:?}) {call} answering {answer:?}"),
+                form,
+            } => write!(
+                f,
+                "RedeemState({state:?}) {call} answering {answer:?}{}",
+                if *form { "" } else { " (no form capability)" }
+            ),
             Action::ShimPrompt { call } => write!(f, "ShimPrompt {call}"),
             Action::ShimAnswer { prompt, answer } => {
                 write!(f, "ShimAnswer({prompt:?}) answering {answer:?}")
             }
+            Action::ShimCancel { prompt } => write!(f, "ShimCancel({prompt:?})"),
             Action::ChangeTarget { vault, note } => {
                 write!(f, "ChangeTarget note {} in vault {}", note.0, vault.0)
             }
@@ -541,6 +557,8 @@ pub enum Outcome {
     },
     /// The answer named no open prompt; nothing happened (a driver skips the step).
     NoSuchPrompt,
+    /// The call was cancelled while its shim prompt was open: nothing ran, the prompt closed.
+    CallCancelled,
     TargetChanged,
     ClockAdvanced,
     Reopened,

@@ -108,7 +108,10 @@ fn superseded_or_unknown_state_fp_is_refused() {
         gate.apply(&mint(delete(0), FpChoice::Retained)),
         Outcome::Minted(Tok(0))
     );
-    // Another caller's raise neither supersedes nor is superseded by caller 0's.
+    // The mint consumed caller 0's request; another caller's raise is recorded beside the
+    // next raise of caller 0, neither superseding the other.
+    assert!(gate.raised().is_empty());
+    gate.apply(&raise(delete(0)));
     gate.apply(&raise(delete(1)));
     assert_eq!(gate.raised().len(), 2);
 }
@@ -305,6 +308,7 @@ fn decline_stops_and_only_accept_true_applies() {
         state: StateRef(0),
         call: command,
         answer,
+        form: true,
     };
     let declined = refused(clause::TRIP_DECLINE, RefusalKind::Declined);
     assert_eq!(gate.apply(&present(Answer::Decline)), declined);
@@ -331,7 +335,8 @@ fn cancel_is_not_obtained_and_the_cli_route_recovers() {
         gate.apply(&Action::RedeemState {
             state: StateRef(0),
             call: delete(0),
-            answer: Answer::Cancel
+            answer: Answer::Cancel,
+            form: true,
         }),
         refused(clause::TRIP_CANCEL, RefusalKind::NotObtained)
     );
@@ -352,6 +357,7 @@ fn request_state_replays_unless_single_use() {
         state: StateRef(0),
         call: command,
         answer: Answer::Accept { approve: true },
+        form: true,
     };
     let raise_form = Action::Raise {
         call: command,
@@ -377,6 +383,7 @@ fn request_state_replays_unless_single_use() {
         state: StateRef(1),
         call: command,
         answer: Answer::Accept { approve: true },
+        form: true,
     };
     assert_eq!(replayable.apply(&fresh), Outcome::Applied);
 
@@ -386,10 +393,130 @@ fn request_state_replays_unless_single_use() {
     });
     single.apply(&raise_form);
     assert_eq!(single.apply(&accept), Outcome::Applied);
+    // A consumed state approves nothing: a fresh confirmation is offered (trip.form-only:
+    // a form-capable request gets a fresh requestState).
     assert_eq!(
         single.apply(&accept),
-        refused(clause::STATE_EXT_SINGLE_USE, RefusalKind::AlreadySpent)
+        Outcome::Reraised {
+            refusal: Refusal::new(clause::STATE_EXT_SINGLE_USE, RefusalKind::AlreadySpent),
+            state_fp: tc_model::Fp::Empty,
+            request_state: Some(StateRef(1)),
+        }
     );
+}
+
+// r[verify trip.form-only]
+#[test]
+fn a_request_without_form_elicitation_is_never_offered_a_request_state() {
+    let command = Call::new(0, 0, Tool::ExecuteCommand, 0);
+    let mut gate = GateModel::new(ModelConfig::default());
+    gate.apply(&Action::Raise {
+        call: command,
+        form: true,
+    });
+    gate.apply(&Action::AdvanceClock);
+    gate.apply(&Action::AdvanceClock);
+    let formless = Action::RedeemState {
+        state: StateRef(0),
+        call: command,
+        answer: Answer::Accept { approve: true },
+        form: false,
+    };
+    assert_eq!(
+        gate.apply(&formless),
+        Outcome::Reraised {
+            refusal: Refusal::new(clause::STATE_TTL, RefusalKind::Expired),
+            state_fp: tc_model::Fp::Empty,
+            request_state: None,
+        }
+    );
+    assert_eq!(gate.request_states().len(), 1, "no state issued to it");
+    // The raise was still recorded, so the operator can mint out of band.
+    assert_eq!(
+        gate.apply(&mint(command, FpChoice::Omitted)),
+        Outcome::Minted(Tok(0))
+    );
+}
+
+// r[verify cli.elicit.one-mint-per-raise]
+#[test]
+fn a_raised_request_backs_one_mint_for_none_tools_too() {
+    let command = Call::new(0, 0, Tool::ExecuteCommand, 0);
+    let mut gate = GateModel::new(ModelConfig::default());
+    gate.apply(&Action::Raise {
+        call: command,
+        form: false,
+    });
+    assert_eq!(
+        gate.apply(&mint(command, FpChoice::Omitted)),
+        Outcome::Minted(Tok(0))
+    );
+    assert_eq!(
+        gate.apply(&mint(command, FpChoice::Omitted)),
+        Outcome::MintRefused(Refusal::new(
+            clause::CLI_ELICIT_REQUIRES_RAISE,
+            RefusalKind::NoRaise
+        ))
+    );
+    // Running the blocked call again raises afresh, and that backs the next token.
+    gate.apply(&Action::Raise {
+        call: command,
+        form: false,
+    });
+    assert_eq!(
+        gate.apply(&mint(command, FpChoice::Omitted)),
+        Outcome::Minted(Tok(1))
+    );
+}
+
+// r[verify cli.elicit.ttl-cap]
+#[test]
+fn a_minted_token_lives_for_the_servers_ttl_not_the_clis() {
+    let config = ModelConfig {
+        ttl_ticks: 2,
+        cli_ttl_ticks: 5,
+        ..ModelConfig::default()
+    };
+    let command = Call::new(0, 0, Tool::ExecuteCommand, 0);
+    let mut gate = GateModel::new(config);
+    gate.apply(&Action::Raise {
+        call: command,
+        form: false,
+    });
+    gate.apply(&mint(command, FpChoice::Omitted));
+    assert_eq!(gate.tokens()[0].expires_at, 2);
+    gate.apply(&Action::AdvanceClock);
+    gate.apply(&Action::AdvanceClock);
+    let outcome = gate.apply(&apply_token(command));
+    assert_eq!(
+        outcome.refusal().map(|r| r.kind),
+        Some(RefusalKind::Expired),
+        "{outcome}"
+    );
+}
+
+// r[verify trip.legacy-shim.cancel]
+#[test]
+fn a_call_cancelled_while_its_shim_prompt_is_open_applies_nothing() {
+    let mut gate = GateModel::new(ModelConfig::default());
+    let call = delete(0);
+    gate.apply(&Action::ShimPrompt { call });
+    assert_eq!(
+        gate.apply(&Action::ShimCancel {
+            prompt: PromptRef(0)
+        }),
+        Outcome::CallCancelled
+    );
+    assert!(gate.prompts().is_empty());
+    assert_eq!(
+        gate.apply(&Action::ShimAnswer {
+            prompt: PromptRef(0),
+            answer: Answer::Accept { approve: true }
+        }),
+        Outcome::NoSuchPrompt
+    );
+    assert!(gate.applications().is_empty());
+    assert_eq!(gate.version(call.vault, tc_model::Note(0)), 0);
 }
 
 // r[verify drift.every-route]

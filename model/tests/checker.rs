@@ -52,12 +52,16 @@ fn token_routes_satisfy_every_property() {
             clause::DRIFT_TOKEN_SPENT,
             clause::APPROVAL_BOUND,
             clause::APPROVAL_EXPIRY,
+            clause::CLI_ELICIT_TTL_CAP,
+            clause::CLI_ELICIT_ONE_MINT_PER_RAISE,
         ],
         35_510,
     );
 }
 
 // r[verify state.replayable]
+// r[verify trip.form-only]
+// r[verify trip.legacy-shim.cancel]
 // r[verify trip.accept-only]
 // r[verify trip.decline]
 // r[verify trip.cancel]
@@ -72,11 +76,13 @@ fn round_trips_with_replayable_request_states_satisfy_every_property() {
             clause::TRIP_ACCEPT_ONLY,
             clause::TRIP_DECLINE,
             clause::TRIP_CANCEL,
+            clause::TRIP_FORM_ONLY,
+            clause::TRIP_LEGACY_SHIM_CANCEL,
             clause::DRIFT_REFUSE,
             clause::APPROVAL_BOUND,
             clause::APPROVAL_EXPIRY,
         ],
-        60_668,
+        141_912,
     );
 }
 
@@ -101,6 +107,23 @@ fn round_trips_with_single_use_request_states_satisfy_every_property() {
             clause::APPROVAL_BOUND,
             clause::APPROVAL_EXPIRY,
         ],
-        68_476,
+        199_880,
+    );
+}
+
+// r[verify cli.elicit.one-mint-per-raise]
+// r[verify cli.elicit.ttl-cap]
+// r[verify cli.elicit.requires-raise]
+#[test]
+fn repeated_mints_satisfy_every_property() {
+    check(
+        GateChecker::mints(ModelConfig::default()),
+        &[
+            clause::CLI_ELICIT_ONE_MINT_PER_RAISE,
+            clause::CLI_ELICIT_TTL_CAP,
+            clause::CLI_ELICIT_REQUIRES_RAISE,
+            clause::GATE_TOKEN_SINGLE_USE,
+        ],
+        121_830,
     );
 }

@@ -11,6 +11,7 @@ use tc_model::{Defects, GateChecker, GateModel, ModelConfig, RequestStateMode};
 
 enum World {
     Tokens,
+    Mints,
     RoundTrips(RequestStateMode),
 }
 
@@ -21,6 +22,7 @@ fn counterexample(world: World, defects: Defects, property: &'static str) {
     };
     let model = |config: ModelConfig| match world {
         World::Tokens => GateChecker::tokens(config),
+        World::Mints => GateChecker::mints(config),
         World::RoundTrips(mode) => GateChecker::round_trips(ModelConfig {
             request_state_mode: mode,
             ..config
@@ -239,5 +241,53 @@ fn ignoring_the_consumed_state_store_breaks_state_ext_single_use() {
         World::RoundTrips(RequestStateMode::SingleUse),
         defects,
         clause::STATE_EXT_SINGLE_USE,
+    );
+}
+
+// r[verify cli.elicit.one-mint-per-raise]
+#[test]
+fn keeping_the_raised_request_after_a_mint_breaks_one_mint_per_raise() {
+    let defects = Defects {
+        mint_keeps_raise: true,
+        ..Defects::default()
+    };
+    counterexample(World::Mints, defects, clause::CLI_ELICIT_ONE_MINT_PER_RAISE);
+}
+
+// r[verify cli.elicit.ttl-cap]
+#[test]
+fn minting_with_the_clis_own_ttl_breaks_the_ttl_cap() {
+    let defects = Defects {
+        mint_uses_cli_ttl: true,
+        ..Defects::default()
+    };
+    counterexample(World::Tokens, defects, clause::CLI_ELICIT_TTL_CAP);
+}
+
+// r[verify trip.form-only]
+#[test]
+fn offering_a_state_to_a_formless_request_breaks_form_only() {
+    let defects = Defects {
+        state_to_formless_client: true,
+        ..Defects::default()
+    };
+    counterexample(
+        World::RoundTrips(RequestStateMode::Replayable),
+        defects,
+        clause::TRIP_FORM_ONLY,
+    );
+}
+
+// r[verify trip.legacy-shim.cancel]
+#[test]
+fn leaving_a_cancelled_prompt_open_breaks_shim_cancel() {
+    let defects = Defects {
+        cancel_leaves_prompt_open: true,
+        ..Defects::default()
+    };
+    counterexample(
+        World::RoundTrips(RequestStateMode::Replayable),
+        defects,
+        clause::TRIP_LEGACY_SHIM_CANCEL,
     );
 }

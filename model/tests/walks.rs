@@ -68,6 +68,7 @@ impl Rng {
                 state: StateRef(self.handle()),
                 call: self.call(),
                 answer: self.pick(&Answer::ALL),
+                form: self.below(4) != 0,
             },
             7 => Action::ShimPrompt { call: self.call() },
             8 => Action::ShimAnswer {
@@ -79,6 +80,9 @@ impl Rng {
                 note: Note(self.handle()),
             },
             10 => Action::AdvanceClock,
+            11 if self.below(2) == 0 => Action::ShimCancel {
+                prompt: PromptRef(self.handle()),
+            },
             _ => Action::Reopen,
         }
     }

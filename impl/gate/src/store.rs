@@ -44,9 +44,9 @@ use self::migrations::{migrate, read_version};
 
 pub use self::migrations::LATEST_SCHEMA_VERSION;
 pub(crate) use self::rows::{
-    ListedRaise, NewEvent, NewRaise, NewToken, events_after, insert_consumed_state, insert_event,
-    insert_token, is_superseded, pending_rows, raised_row, raised_rows_for, token_row,
-    unconsume_token, upsert_raise,
+    ListedRaise, NewEvent, NewRaise, NewToken, delete_raised, events_after, insert_consumed_state,
+    insert_event, insert_token, is_superseded, pending_rows, raised_row, raised_rows_for,
+    token_row, unconsume_token, upsert_raise,
 };
 pub use self::sweep::{StoredRows, SweepReport};
 pub(crate) use self::sweep::{stored_rows, sweep};

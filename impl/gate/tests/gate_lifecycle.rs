@@ -108,6 +108,7 @@ fn a_newer_raise_supersedes_and_only_the_retained_fingerprint_mints() {
 
     let issued = f.gate.issue(&DELETE, Some(new.as_str())).expect("own fp");
     assert_eq!(issued.state_fp.as_ref(), Some(&new));
+    f.gate.raise(&DELETE, &new).expect("the blocked call again");
     let without_flag = f.gate.issue(&DELETE, None).expect("no flag");
     assert_eq!(
         without_flag.state_fp.as_ref(),
@@ -168,6 +169,65 @@ fn no_mint_without_a_raised_request_for_that_vault_hash_and_caller() {
     f.gate.issue(&DELETE, None).expect("the raised call mints");
 }
 
+// r[verify cli.elicit.one-mint-per-raise]
+#[test]
+fn a_raised_request_backs_one_token_for_none_tools_too() {
+    let f = fixture();
+    let none_tool = CallBinding {
+        tool: "execute_command",
+        args_hash: "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+        ..DELETE
+    };
+    f.gate.raise(&none_tool, &StateFp::none()).expect("raise");
+    f.gate.issue(&none_tool, None).expect("the first mint");
+    let second = f.gate.issue(&none_tool, None);
+    let message = match second {
+        Err(error @ MintError::NoRaisedRequest { .. }) => error.to_string(),
+        other => panic!("a second mint from one raise: {other:?}"),
+    };
+    assert!(message.contains("run the blocked call again"), "{message}");
+    assert!(
+        f.gate
+            .raised_request(none_tool.vault, none_tool.args_hash, none_tool.caller)
+            .expect("read")
+            .is_none(),
+        "the mint consumed the request"
+    );
+    assert!(f.gate.pending(None, None, 100).expect("pending").is_empty());
+    assert_eq!(f.gate.counters().minted, 1);
+    // Running the blocked call again raises afresh, which backs the next token.
+    f.gate
+        .raise(&none_tool, &StateFp::none())
+        .expect("raise again");
+    f.gate.issue(&none_tool, None).expect("the next mint");
+}
+
+// r[verify cli.elicit.ttl-cap]
+#[test]
+fn a_mint_honours_the_ttl_the_server_recorded_not_the_clis_config() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("cache.db");
+    let clock = tc_gate::clock::ManualClock::new(START_MS);
+    // The server raises with its TTL (TTL_SECONDS) ...
+    let server = on_file_manual(&db, &clock, 1);
+    server.raise(&DELETE, &StateFp::none()).expect("raise");
+    // ... and the operator's CLI runs with a configuration that says an hour.
+    let cli = tc_gate::Gate::new(
+        tc_gate::Store::open(&db).expect("open"),
+        std::sync::Arc::new(clock.clone()),
+        std::sync::Arc::new(SeededEntropy::new(2)),
+        GateConfig::new(3_600).expect("ttl"),
+    );
+    clock.advance_ms(1_000);
+    let issued = cli.issue(&DELETE, None).expect("mint");
+    assert_eq!(issued.expires_at_ms, START_MS + 1_000 + TTL_MS);
+    clock.advance_ms(TTL_MS);
+    assert!(matches!(
+        server.redeem(issued.token.expose(), &DELETE, StateFp::none),
+        Err(RedeemError::Expired)
+    ));
+}
+
 // r[verify gate.raise.expiry]
 // r[verify gate.raise.sweep]
 #[test]
@@ -213,6 +273,9 @@ fn a_token_is_128_bits_of_the_entropy_source_as_32_lowercase_hex() {
     let f = fixture();
     f.gate.raise(&DELETE, &StateFp::none()).expect("raise");
     let first = f.gate.issue(&DELETE, None).expect("issue");
+    f.gate
+        .raise(&DELETE, &StateFp::none())
+        .expect("raise again");
     let second = f.gate.issue(&DELETE, None).expect("issue");
     let mut expected = [0u8; 16];
     SeededEntropy::new(7).fill(&mut expected);
@@ -361,6 +424,7 @@ fn a_cli_token_carries_the_raised_state_including_the_empty_one() {
         .expect("none matches none")
         .keep_spent(SpentReason::Completed);
     // A bound token is compared: a state other than the recorded one is drift.
+    f.gate.raise(&none_tool, &StateFp::none()).expect("raise");
     let issued = f.gate.issue(&none_tool, None).expect("issue");
     assert!(matches!(
         f.gate

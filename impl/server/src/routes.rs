@@ -13,7 +13,7 @@ use tc_gate::request_state::{StateBinding, present, split_presented};
 use tc_gate::{AdmitError, NonTokenRoute, StateFp};
 use tc_tools::{Approval, Prepared, ToolError};
 
-use crate::dispatch::{CallKey, ServerCore, Step};
+use crate::dispatch::{CallKey, Route, ServerCore, Step};
 use crate::trips::{
     Answer, CONFIRM_KEY, confirm_input_request, confirm_params, judge_answer, prompt_message,
 };
@@ -63,13 +63,15 @@ impl ServerCore {
     // r[impl trip.never-twice]
     /// A call resent with `inputResponses` and/or a `requestState`: the state must open for
     /// this exact call, and then the answer decides. A state that does not open approves
-    /// nothing and a fresh confirmation is offered.
+    /// nothing and a fresh confirmation is offered: the round trip again if this request can
+    /// answer it (`route`), else the plain `elicit_required` (trip.form-only).
     pub(crate) async fn resubmission(
         &self,
         prepared: &Prepared,
         key: CallKey,
         request_state: Option<&str>,
         input_responses: Option<&InputResponses>,
+        route: Route,
         context: &RequestContext<RoleServer>,
     ) -> Step {
         let opened = request_state.and_then(|state| {
@@ -98,7 +100,7 @@ impl ServerCore {
             }
         });
         let Some((opened, approved)) = opened else {
-            return self.without_approval(prepared, key, context).await;
+            return self.without_approval(prepared, key, route, context).await;
         };
         let answer = input_responses
             .and_then(|responses| responses.get(CONFIRM_KEY))
@@ -129,7 +131,7 @@ impl ServerCore {
                 match admitted {
                     Ok(Ok(())) => {}
                     Ok(Err(AdmitError::AlreadyUsed | AdmitError::Expired)) => {
-                        return self.offer_round_trip(prepared, key).await;
+                        return self.fresh_confirmation(prepared, key, route, context).await;
                     }
                     Ok(Err(AdmitError::Store(_))) | Err(_) => {
                         return Step::Done(
@@ -147,20 +149,41 @@ impl ServerCore {
         }
     }
 
-    /// A gated call that brought nothing that approves it, on the modern route.
+    /// A gated call that brought nothing that approves it, on the modern era.
     async fn without_approval(
         &self,
         prepared: &Prepared,
         key: CallKey,
+        route: Route,
         context: &RequestContext<RoleServer>,
     ) -> Step {
         if prepared.needs_confirmation() {
-            self.offer_round_trip(prepared, key).await
+            self.fresh_confirmation(prepared, key, route, context).await
         } else {
             Step::Done(
                 Some(key),
                 self.execute(prepared, Approval::NotNeeded, context).await,
             )
+        }
+    }
+
+    // r[impl trip.form-only]
+    /// A fresh confirmation for a call whose presented state approves nothing: the round
+    /// trip for a request that declared form elicitation, the plain `elicit_required` (with
+    /// the raise the CLI mints from) for any other.
+    async fn fresh_confirmation(
+        &self,
+        prepared: &Prepared,
+        key: CallKey,
+        route: Route,
+        context: &RequestContext<RoleServer>,
+    ) -> Step {
+        match route {
+            Route::ModernRoundTrip => self.offer_round_trip(prepared, key).await,
+            Route::LegacyShim | Route::Plain => Step::Done(
+                Some(key),
+                self.execute(prepared, Approval::None, context).await,
+            ),
         }
     }
 
@@ -190,17 +213,21 @@ impl ServerCore {
         };
         let message = prompt_message(&raised.summary);
         let wait = Duration::from_millis(u64::try_from(self.ttl_ms).unwrap_or(0));
-        let answer = match context
-            .peer
-            .create_elicitation_with_timeout(confirm_params(message), Some(wait))
-            .await
-        {
-            Ok(result) => {
+        let answer = match prompt(context, confirm_params(message), wait).await {
+            Prompt::Answered(result) => {
                 serde_json::to_value(&result).map_or(Answer::NotObtained, |v| judge_answer(&v))
             }
-            Err(error) => {
+            Prompt::Failed(error) => {
                 tracing::info!(tool = prepared.tool(), %error, "the shim's prompt got no answer; treated as cancel");
                 Answer::NotObtained
+            }
+            // r[impl trip.legacy-shim.cancel]
+            Prompt::CallCancelled => {
+                tracing::info!(
+                    tool = prepared.tool(),
+                    "the call was cancelled while its prompt was open; the form was withdrawn"
+                );
+                return Step::Done(Some(key), Err(self.pipeline.cancelled_call(prepared)));
             }
         };
         match answer {
@@ -220,5 +247,60 @@ impl ServerCore {
                 Err(self.pipeline.approval_not_obtained(prepared)),
             ),
         }
+    }
+}
+
+/// How a shim prompt ended.
+enum Prompt {
+    Answered(rmcp::model::ElicitResult),
+    /// No answer: an error reply, a closed transport, or the TTL ran out (rmcp then sends
+    /// `notifications/cancelled` for the request itself).
+    Failed(rmcp::ServiceError),
+    /// The call the prompt belongs to was cancelled; the prompt was withdrawn.
+    CallCancelled,
+}
+
+/// Sends `elicitation/create` and waits for the answer, at most `wait`, or until the call it
+/// belongs to is cancelled: then it sends `notifications/cancelled` for the prompt, so the
+/// client closes its form instead of asking a human about a call that is gone.
+async fn prompt(
+    context: &RequestContext<RoleServer>,
+    params: rmcp::model::ElicitRequestParams,
+    wait: Duration,
+) -> Prompt {
+    use rmcp::model::{ClientResult, ElicitRequest, ServerRequest};
+    let request = ServerRequest::ElicitRequest(ElicitRequest::new(params));
+    let mut options = rmcp::service::PeerRequestOptions::no_options();
+    options.timeout = Some(wait);
+    let mut handle = match context
+        .peer
+        .send_cancellable_request(request, options)
+        .await
+    {
+        Ok(handle) => handle,
+        Err(error) => return Prompt::Failed(error),
+    };
+    let answered = tokio::select! {
+        biased;
+        () = context.ct.cancelled() => None,
+        answer = tokio::time::timeout(wait, &mut handle.rx) => Some(answer),
+    };
+    match answered {
+        None => {
+            let _ = handle
+                .cancel(Some("the call was cancelled".to_owned()))
+                .await;
+            Prompt::CallCancelled
+        }
+        Some(Err(_elapsed)) => {
+            let _ = handle
+                .cancel(Some("no answer within the confirmation TTL".to_owned()))
+                .await;
+            Prompt::Failed(rmcp::ServiceError::Timeout { timeout: wait })
+        }
+        Some(Ok(Err(_closed))) => Prompt::Failed(rmcp::ServiceError::TransportClosed),
+        Some(Ok(Ok(Err(error)))) => Prompt::Failed(error),
+        Some(Ok(Ok(Ok(ClientResult::ElicitResult(result))))) => Prompt::Answered(result),
+        Some(Ok(Ok(Ok(_)))) => Prompt::Failed(rmcp::ServiceError::UnexpectedResponse),
     }
 }

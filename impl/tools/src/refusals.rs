@@ -143,6 +143,12 @@ impl Pipeline {
         )
     }
 
+    /// The refusal for a call cancelled before its handler ran, outside the pipeline (a
+    /// call cancelled while its shim prompt was open, spec `trip.legacy-shim.cancel`).
+    pub fn cancelled_call(&self, prepared: &Prepared) -> ToolError {
+        Self::cancelled(prepared, None)
+    }
+
     pub(crate) fn cancelled(prepared: &Prepared, released: Option<bool>) -> ToolError {
         let mut error = ToolError::new(
             ErrorCode::InternalError,

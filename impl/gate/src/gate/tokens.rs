@@ -53,7 +53,8 @@ pub struct IssuedToken {
 #[derive(Debug, thiserror::Error)]
 pub enum MintError {
     #[error(
-        "no pending confirmation request for this args_hash and caller in vault `{vault}`: \
+        "no pending confirmation request for this args_hash and caller in vault `{vault}` \
+         (each blocked call backs one token, so a request already approved is used up): \
          run the blocked call again first, and pass --caller with the caller that was blocked"
     )]
     NoRaisedRequest { vault: String },
@@ -152,10 +153,14 @@ impl Gate {
     // r[impl cli.elicit.requires-raise]
     // r[impl cli.elicit.state-fp]
     // r[impl gate.token.state-bound]
+    // r[impl cli.elicit.one-mint-per-raise]
+    // r[impl cli.elicit.ttl-cap]
     /// Mints a CLI token for a call that was refused with elicit_required: refused unless a
     /// live raised request exists for (vault, args_hash, caller); with `state_fp`, refused
     /// unless it names that request's own fingerprint. The token is bound to the recorded
-    /// fingerprint and expires after the configured TTL. The mint skips its own disk sync:
+    /// fingerprint, expires after the TTL of the server that raised the request (recorded
+    /// as the request's own lifetime, whatever this gate's configuration says), and consumes
+    /// the request, so one blocked call backs one token. The mint skips its own disk sync:
     /// losing it to a power cut only loses the token (see `store`'s durability note).
     pub fn issue(
         &self,
@@ -164,9 +169,8 @@ impl Gate {
     ) -> Result<IssuedToken, MintError> {
         let wanted_fp = state_fp.map(StateFp::parse).transpose()?;
         let now = self.now();
-        let expires_at = self.expiry_from(now);
         let (token, id_hash) = self.new_token();
-        let bound_fp = self.inner.store.write(Durability::Relaxed, |tx| {
+        let (bound_fp, expires_at) = self.inner.store.write(Durability::Relaxed, |tx| {
             let raised = store::raised_row(tx, call.vault, call.args_hash, call.caller)?
                 .filter(|row| row.expires_at > now)
                 .ok_or_else(|| MintError::NoRaisedRequest {
@@ -194,6 +198,10 @@ impl Gate {
                     MintError::UnknownStateFp
                 });
             }
+            // The server's TTL, as the raise recorded it: never longer than the live server
+            // would have issued, even when this CLI runs with another configuration.
+            let server_ttl = raised.expires_at.saturating_sub(raised.raised_at).max(0);
+            let expires_at = now.saturating_add(server_ttl);
             store::insert_token(
                 tx,
                 &NewToken {
@@ -207,6 +215,7 @@ impl Gate {
                     expires_at,
                 },
             )?;
+            store::delete_raised(tx, call.vault, call.args_hash, call.caller)?;
             Self::record(
                 tx,
                 now,
@@ -214,7 +223,7 @@ impl Gate {
                 Some(call),
                 json!({ "bound": true, "state_fp": raised.state_fp, "expires_at": expires_at }),
             )?;
-            Ok(raised.state_fp)
+            Ok((raised.state_fp, expires_at))
         })?;
         self.inner.counters.minted();
         let state_fp = StateFp::parse(&bound_fp)

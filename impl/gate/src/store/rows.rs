@@ -94,6 +94,21 @@ pub(crate) struct RaisedRow {
     pub summary: String,
 }
 
+/// Removes the raised request of (vault, args_hash, caller) with the fingerprints it
+/// superseded: a mint consumes the request it was made on.
+pub(crate) fn delete_raised(
+    conn: &Connection,
+    vault: &str,
+    args_hash: &str,
+    caller: &str,
+) -> Result<(), StoreError> {
+    conn.prepare_cached(
+        "DELETE FROM raised_requests WHERE vault = ?1 AND args_hash = ?2 AND caller = ?3",
+    )?
+    .execute(params![vault, args_hash, caller])?;
+    Ok(())
+}
+
 pub(crate) fn raised_row(
     conn: &Connection,
     vault: &str,

@@ -196,6 +196,12 @@ pub struct TestClient {
     pub during_prompt: Option<Arc<dyn Fn() + Send + Sync>>,
     /// Every `notifications/progress` the server sent, as JSON.
     pub progress: Arc<Mutex<Vec<Value>>>,
+    /// Keep each prompt open until the server withdraws it (`notifications/cancelled` for
+    /// the elicitation request) or 10 s pass, notifying `prompt_open` when it opens.
+    pub hold_prompt: bool,
+    pub prompt_open: Arc<tokio::sync::Notify>,
+    /// Prompts the server withdrew while they were open.
+    pub withdrawn: Arc<AtomicUsize>,
 }
 
 impl std::fmt::Debug for TestClient {
@@ -223,6 +229,9 @@ impl TestClient {
             messages: Arc::new(Mutex::new(Vec::new())),
             during_prompt: None,
             progress: Arc::new(Mutex::new(Vec::new())),
+            hold_prompt: false,
+            prompt_open: Arc::new(tokio::sync::Notify::new()),
+            withdrawn: Arc::new(AtomicUsize::new(0)),
         }
     }
 
@@ -243,13 +252,23 @@ impl ClientHandler for TestClient {
     async fn create_elicitation(
         &self,
         request: ElicitRequestParams,
-        _context: RequestContext<RoleClient>,
+        context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
         self.prompts.fetch_add(1, Ordering::SeqCst);
         self.messages
             .lock()
             .unwrap()
             .push(serde_json::to_value(&request).unwrap_or(Value::Null));
+        if self.hold_prompt {
+            self.prompt_open.notify_one();
+            let withdrawn =
+                tokio::time::timeout(std::time::Duration::from_secs(10), context.ct.cancelled())
+                    .await;
+            if withdrawn.is_ok() {
+                self.withdrawn.fetch_add(1, Ordering::SeqCst);
+            }
+            return Ok(Reply::Cancel.result());
+        }
         if let Some(during) = &self.during_prompt {
             during();
         }
