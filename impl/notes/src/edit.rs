@@ -253,7 +253,7 @@ fn task_edit(
         .filter(|n| *n >= 1)
         .ok_or_else(|| ToolError::validation("/line", "must be a line number from 1"))?;
     let text = std::str::from_utf8(&current.bytes)
-        .map_err(|_| ToolError::validation("/path", "the note is not valid UTF-8"))?;
+        .map_err(|e| ToolError::from(VaultError::not_utf8(args.path.as_str(), &e)))?;
     let line = line_at(text, number)
         .ok_or_else(|| ToolError::validation("/line", "the note has no such line"))?;
     let task = parse_task_line(line.text)

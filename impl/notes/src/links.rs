@@ -89,7 +89,7 @@ fn plan_for(cx: &ToolCx<'_>, args: &RewriteLinkArgs) -> Result<RewritePlan, Tool
     };
     let acl = &cx.binding.acl;
     let scopes = &cx.caller.scopes;
-    let include = |p: &VaultPath| acl.can_read(p, scopes);
+    let include = |p: &VaultPath| acl.can_read_at(cx.vault().root(), p, scopes);
     let plan_with = |resolver: &LinkResolver, notes: Option<&[VaultPath]>| {
         let matcher = LinkMatcher::for_target(resolver, &args.from_target);
         let rewrite = LinkRewrite {
@@ -380,8 +380,7 @@ fn is_bare_marker(line: &str) -> bool {
 }
 
 fn hub_text(path: &VaultPath, content: &NoteContent) -> Result<String, ToolError> {
-    String::from_utf8(content.bytes.clone())
-        .map_err(|_| ToolError::validation("/path", format!("{path} is not valid UTF-8")))
+    Ok(content.utf8(path)?.to_owned())
 }
 
 impl Tool for PruneHubLinks {

@@ -129,7 +129,7 @@ fn backlink_plan(
 ) -> Result<RewritePlan, ToolError> {
     let acl = &cx.binding.acl;
     let scopes = &cx.caller.scopes;
-    let include = |p: &VaultPath| acl.can_read(p, scopes) || p == from;
+    let include = |p: &VaultPath| acl.can_read_at(cx.vault().root(), p, scopes) || p == from;
     let Some(found) = link_sources(cx, &[from.as_str()])? else {
         let resolver = build_resolver(cx.vault())?;
         let (plan, _) = plan_backlinks(cx.vault(), &resolver, from, to, &include)?;

@@ -264,14 +264,21 @@ impl ToolCx<'_> {
 
     /// The vault's write gate.
     pub fn judge(&self, intent: &WriteIntent) -> Result<(), ConventionBlocked> {
-        self.binding.conventions.judge(intent)
+        self.binding
+            .conventions
+            .judge_at(self.binding.vault.root(), intent)
     }
 
     /// Whether the caller may write `path` under the folder ACL.
     pub fn may_write(&self, path: &VaultPath) -> bool {
         self.binding
             .acl
-            .check(AclOp::Write, path, &self.caller.scopes)
+            .check_at(
+                self.binding.vault.root(),
+                AclOp::Write,
+                path,
+                &self.caller.scopes,
+            )
             .is_ok()
     }
 

@@ -288,6 +288,10 @@ impl From<&VaultError> for ToolError {
             }
             VaultError::AclDenied(denied) => ToolError::acl(denied),
             VaultError::ConventionBlocked(blocked) => ToolError::convention(blocked),
+            // r[impl vault.note.utf8]
+            VaultError::Io { .. } if error.is_not_utf8() => {
+                ToolError::new(ErrorCode::InvalidInput, message).with_details(error.details())
+            }
             VaultError::Io { op, .. } => ToolError::internal(&format!("trying to {op} a file")),
         }
     }

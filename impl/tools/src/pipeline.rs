@@ -396,7 +396,12 @@ impl Pipeline {
             prepared
                 .binding
                 .acl
-                .check(*op, path, &prepared.caller.scopes)
+                .check_at(
+                    prepared.binding.vault.root(),
+                    *op,
+                    path,
+                    &prepared.caller.scopes,
+                )
                 .map_err(|denied| ToolError::acl(&denied))?;
         }
         Ok(())
