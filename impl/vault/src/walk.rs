@@ -317,13 +317,13 @@ impl EntryEncoder for NoteEntryEncoder {
             },
             other => other,
         })?;
-        // Lossy like the folder walk's own encoder in tc-notes, so explicit paths and walks
-        // serve the same entry; both move to `NoteContent::utf8` together.
-        let text = note.text();
+        // r[impl vault.note.utf8-read]
+        // Never lossy: a note that is not UTF-8 is a per-path error on the page.
+        let text = note.utf8(path)?;
         let entry = NoteEntry {
             path: path.as_str(),
-            content: &text,
-            frontmatter: frontmatter_json(&text),
+            content: text,
+            frontmatter: frontmatter_json(text),
             content_hash: &note.hash,
         };
         let encoded = serde_json::to_vec(&entry)
@@ -1087,5 +1087,36 @@ mod tests {
             let errors: Vec<String> = pages.iter().flat_map(|(_, e)| e.iter().map(|e| e["path"].as_str().unwrap().to_owned())).collect();
             prop_assert_eq!(errors, expected_too_large);
         }
+    }
+
+    // r[verify vault.note.utf8-read]
+    #[test]
+    fn a_note_that_is_not_utf8_is_a_per_path_error_on_the_page() {
+        let f = fixture(&[("a.md", "a"), ("z.md", "z")]);
+        std::fs::write(f.vault.root().path().join("m.md"), b"bad \xff\xfe bytes").unwrap();
+        let open = Acl::unrestricted();
+        let plain = Scopes::granted(Vec::<String>::new());
+        let request = read_request(&f.vault, &open, &plain, 10_000, DeniedPolicy::Omit);
+        let page = fill_page(
+            &request,
+            walk_candidates(notes_walk(&f.vault, None)),
+            &mut NoteEntryEncoder,
+        );
+        let json: Value = serde_json::from_slice(&page.write_json("main", None)).unwrap();
+        let notes: Vec<&str> = json["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n["path"].as_str().unwrap())
+            .collect();
+        assert_eq!(notes, ["a.md", "z.md"]);
+        let error = &json["errors"][0];
+        assert_eq!(error["path"], "m.md");
+        assert_eq!(error["code"], "invalid_input");
+        assert_eq!(error["details"]["reason"], "not_utf8");
+        assert!(
+            !json.to_string().contains('\u{fffd}'),
+            "no replacement characters"
+        );
     }
 }

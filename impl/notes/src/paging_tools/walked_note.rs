@@ -65,11 +65,13 @@ impl EntryEncoder for WalkedNoteEncoder {
             return Err(too_large(bytes.len() as u64));
         }
         let hash = content_hash(&bytes);
-        let text = String::from_utf8_lossy(&bytes);
+        // r[impl vault.note.utf8-read]
+        let text =
+            std::str::from_utf8(&bytes).map_err(|e| VaultError::not_utf8(path.as_str(), &e))?;
         let entry = NoteEntry {
             path: path.as_str(),
-            content: &text,
-            frontmatter: frontmatter_json(&text),
+            content: text,
+            frontmatter: frontmatter_json(text),
             content_hash: &hash,
         };
         // Room for the usual escapes up front, so the encoder seldom grows the buffer.
