@@ -58,5 +58,6 @@ pub fn register_with(
         config,
         cache,
         scratch,
+        languages_checked: std::sync::OnceLock::new(),
     })
 }

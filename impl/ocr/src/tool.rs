@@ -120,6 +120,10 @@ pub struct OcrBulk {
     pub cache: Arc<OcrCache>,
     /// A private folder outside the vault for copies and rendered pages.
     pub scratch: PathBuf,
+    /// Set once tesseract listed every configured language: the listing spawns a process
+    /// (about 30 ms), so it is made once per server, not on every call. A model removed
+    /// afterwards is reported by the run itself, per file.
+    pub languages_checked: std::sync::OnceLock<()>,
 }
 
 /// The candidates, observed: the precheck's and the state's payload.
@@ -194,9 +198,10 @@ impl OcrBulk {
                     program: program.clone(),
                 }));
             }
-            if engine == Engine::Tesseract {
+            if engine == Engine::Tesseract && self.languages_checked.get().is_none() {
                 engine::check_languages(program, self.config.languages(), self.config.timeout())
                     .map_err(|e| unavailable(&e))?;
+                let _ = self.languages_checked.set(());
             }
         }
         Ok(())
