@@ -39,7 +39,7 @@ pub enum ServeError {
     },
     #[error(transparent)]
     Secret(#[from] tc_gate::keys::KeyError),
-    #[error("cannot open {}: {source}; check that the cache directory is writable", path.display())]
+    #[error("cannot open {}: {source}{}", path.display(), store_hint(source))]
     Store {
         path: PathBuf,
         #[source]
@@ -207,4 +207,58 @@ pub async fn serve_http(
     axum::serve(listener, http_app(core, auth, bound))
         .await
         .map_err(|e| ServeError::Session(e.to_string()))
+}
+
+// r[impl config.cache-dir.shared-startup]
+/// What to do about a cache.db that would not open, said only where it is the cause: a file
+/// or folder SQLite cannot write. A lock another process held, a newer schema or a damaged
+/// row already say what happened and what to do.
+fn store_hint(source: &tc_gate::StoreError) -> &'static str {
+    let text = source.to_string().to_ascii_lowercase();
+    let unwritable = [
+        "readonly",
+        "read-only",
+        "unable to open",
+        "permission denied",
+    ]
+    .iter()
+    .any(|cause| text.contains(cause));
+    if matches!(source, tc_gate::StoreError::Database(_)) && unwritable {
+        "; check that the cache directory is writable"
+    } else {
+        ""
+    }
+}
+
+#[cfg(test)]
+mod store_message_tests {
+    use super::*;
+
+    // r[verify config.cache-dir.shared-startup]
+    #[test]
+    fn the_message_blames_permissions_only_when_they_are_the_cause() {
+        let path = PathBuf::from("/c/cache.db");
+        let newer = ServeError::Store {
+            path: path.clone(),
+            source: tc_gate::StoreError::NewerSchema {
+                found: 9,
+                supported: 4,
+            },
+        };
+        assert!(!newer.to_string().contains("writable"), "{newer}");
+        let locked = ServeError::Store {
+            path: path.clone(),
+            source: tc_gate::StoreError::Database(Box::new(std::io::Error::other(
+                "another process kept the file locked for 10 s",
+            ))),
+        };
+        assert!(!locked.to_string().contains("writable"), "{locked}");
+        let readonly = ServeError::Store {
+            path,
+            source: tc_gate::StoreError::Database(Box::new(std::io::Error::other(
+                "attempt to write a readonly database",
+            ))),
+        };
+        assert!(readonly.to_string().contains("writable"), "{readonly}");
+    }
 }
