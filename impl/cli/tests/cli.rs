@@ -278,7 +278,9 @@ fn elicit_after_serve_vault_dir_needs_no_flag() {
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert_eq!(stdout(&output).trim().len(), 32);
 
-    // Pending in two vaults at once: the vault has to be named.
+    // Pending in two vaults at once (the mint consumed the first request, so the blocked
+    // call is raised again): the vault has to be named.
+    gate.raise(&call("my-notes", "stdio"), &fp("v1")).unwrap();
     gate.raise(&call("other", "stdio"), &fp("v1")).unwrap();
     let output = run(bin().env("XDG_CACHE_HOME", &xdg).args([
         "elicit",
