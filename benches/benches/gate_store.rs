@@ -47,16 +47,17 @@ fn gate_store(c: &mut Criterion) {
         Store::open(dir.0.join("cache.db")).expect("open cache.db"),
         Arc::new(SystemClock),
         Arc::new(OsEntropy),
-        // A day, so the one raise behind every mint outlives any measurement.
         GateConfig::new(86_400).expect("ttl"),
     );
     let fp = StateFp::none();
-    gate.raise(&CALL, &fp).expect("raise");
 
     let mut group = c.benchmark_group("gate_store");
     group.throughput(Throughput::Elements(1));
+    // Each round is the CLI route's own: the blocked call raises, the operator mints (which
+    // consumes that raise), the call redeems.
     group.bench_function("issue_redeem", |b| {
         b.iter(|| {
+            gate.raise(&CALL, &fp).expect("raise");
             let issued = gate.issue(&CALL, None).expect("issue");
             gate.redeem(issued.token.expose(), &CALL, StateFp::none)
                 .expect("redeem")
@@ -66,6 +67,7 @@ fn gate_store(c: &mut Criterion) {
     // The whole CLI route as the server drives it: mint, spend, and the handler-run event.
     group.bench_function("issue_redeem_handler_run", |b| {
         b.iter(|| {
+            gate.raise(&CALL, &fp).expect("raise");
             let issued = gate.issue(&CALL, None).expect("issue");
             gate.redeem(issued.token.expose(), &CALL, StateFp::none)
                 .expect("redeem")
@@ -80,11 +82,19 @@ fn gate_store(c: &mut Criterion) {
             let per_caller = iters.div_ceil(CALLERS as u64);
             let started = Instant::now();
             std::thread::scope(|scope| {
-                for _ in 0..CALLERS {
-                    scope.spawn(|| {
+                for n in 0..CALLERS {
+                    let (gate, fp) = (&gate, &fp);
+                    scope.spawn(move || {
+                        // One principal per thread: each raises and mints its own call.
+                        let caller = format!("caller-{n}");
+                        let call = CallBinding {
+                            caller: &caller,
+                            ..CALL
+                        };
                         for _ in 0..per_caller {
-                            let issued = gate.issue(&CALL, None).expect("issue");
-                            gate.redeem(issued.token.expose(), &CALL, StateFp::none)
+                            gate.raise(&call, fp).expect("raise");
+                            let issued = gate.issue(&call, None).expect("issue");
+                            gate.redeem(issued.token.expose(), &call, StateFp::none)
                                 .expect("redeem")
                                 .keep_spent(SpentReason::Completed);
                         }
