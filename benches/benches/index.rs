@@ -5,9 +5,12 @@
 //! All on a private copy of the reference vault (10,000 notes of 2 KB with links, plus
 //! five large notes), through the real pipeline with the index attached:
 //! - `index/cold_build_10k`: opening an empty cache.db and building the whole index;
-//! - `index/reconcile_unchanged`: the reconciliation every answer starts with (a walk and
-//!   one stat per file);
-//! - `index/one_changed_note`: one note rewritten, then reconciled (read, analyzed, stored);
+//! - `index/refresh_unchanged`: what every answer starts with while the watcher is trusted
+//!   (a fence through the watcher, no flagged path);
+//! - `index/reconcile_full_unchanged`: the full reconciliation (a walk and one stat per
+//!   file), what every answer costs without a trusted watcher;
+//! - `index/one_changed_note`: one note rewritten by hand, then the next answer's refresh
+//!   (the fence, then the note read, analyzed, stored);
 //! - `index/move_note_gated`: `move_note` to another folder up to its `elicit_required`
 //!   (precheck with the backlink plan, state, summary, raise);
 //! - `index/move_note_confirmed`: the same call redeemed with a token (backlinks rewritten);
@@ -15,6 +18,11 @@
 //!   in one note (`#Note 4321`'s number) and for two words found in nearly every chunk (the
 //!   generator draws every note from one small vocabulary: the worst case). The p50 and p99
 //!   over 200 queries of each kind are printed to stderr.
+//!
+//! With `TC_BENCH_INDEX_100K=1`, `index_100k/search_rare` and `index_100k/search_common`
+//! measure the same on the 100,000-note vault of `VaultSpec::small` (200-byte notes,
+//! generated once under target/ and kept), printing p50 and p99; off by default, as its
+//! first build takes a while.
 
 use std::hint::black_box;
 use std::path::Path;
@@ -54,9 +62,13 @@ fn indexed_fixture() -> (Fx<IndexTools>, std::sync::Arc<tc_index::VaultIndex>) {
     let source = cached_vault(&VaultSpec::reference()).expect("the reference vault");
     let fx = Fx::<IndexTools>::new();
     copy_tree(&source, &fx.root);
-    let index = tc_index::open_indexes(&fx.cache(), [("main", fx.root.as_path())])
-        .expect("the index opens")
-        .remove(0);
+    let index = tc_index::open_indexes(
+        &fx.cache(),
+        [("main", fx.root.as_path())],
+        &tc_index::SearchConfig::default(),
+    )
+    .expect("the index opens")
+    .remove(0);
     index.first_build();
     assert_eq!(
         index.status(),
@@ -81,50 +93,16 @@ fn search(fx: &Fx<IndexTools>, query: &str) -> Value {
         .expect("search_notes answers")
 }
 
-fn index_benches(c: &mut Criterion) {
-    let mut group = c.benchmark_group("index");
-    group.sample_size(10);
-    group.measurement_time(Duration::from_secs(10));
+/// The move the benches measure: a note with ordinary backlinks (the generator links notes
+/// at random) whose backlinking notes are 2 KB notes, not one of the 5 MB ones.
+struct Move {
+    away: Value,
+    back: Value,
+}
 
-    let source = cached_vault(&VaultSpec::reference()).expect("the reference vault");
-    group.bench_function("cold_build_10k", |b| {
-        b.iter_custom(|iters| {
-            let mut total = Duration::ZERO;
-            for _ in 0..iters {
-                let cache = tempfile::tempdir().expect("a cache dir");
-                let start = Instant::now();
-                let index = tc_index::open_indexes(cache.path(), [("main", source.as_path())])
-                    .expect("the index opens")
-                    .remove(0);
-                let done = index.reconcile().expect("the build");
-                total += start.elapsed();
-                black_box(done);
-            }
-            total
-        })
-    });
-
-    let (fx, index) = indexed_fixture();
-    group.bench_function("reconcile_unchanged", |b| {
-        b.iter(|| black_box(index.reconcile().expect("reconcile")))
-    });
-
-    let victim = fx.root.join(note_path(77, 10_000));
-    let original = std::fs::read_to_string(&victim).expect("a note");
-    let mut flip = 0u64;
-    group.bench_function("one_changed_note", |b| {
-        b.iter(|| {
-            flip += 1;
-            std::fs::write(&victim, format!("{original}\nedit {flip}\n")).expect("write");
-            let done = index.reconcile().expect("reconcile");
-            assert!(done.reindexed >= 1);
-        })
-    });
-    std::fs::write(&victim, &original).expect("restore");
-
-    // A note with backlinks (the generator links notes at random) whose backlinking notes
-    // are ordinary 2 KB notes: a note linked from one of the 5 MB notes pays for reading and
-    // rewriting 5 MB, which is measured apart as `move_note_confirmed_big_backlinker`.
+/// Checks, for every filter (the benches below may not run): the plans come from the index,
+/// and the chosen move rewrites backlinks.
+fn prepare_move(fx: &Fx<IndexTools>, index: &tc_index::VaultIndex) -> Move {
     let touches_big = |i: usize| {
         let out = fx
             .call(
@@ -145,6 +123,119 @@ fn index_benches(c: &mut Criterion) {
     let there = format!("moved/{}", from.rsplit('/').next().expect("a name"));
     let away = json!({"from": from, "to": there});
     let back = json!({"from": there, "to": from});
+    let answered = index.answered();
+    let token = fx.require("move_note", &away);
+    let out = fx
+        .call("move_note", with_token(&away, &token))
+        .expect("a first move");
+    assert!(
+        index.answered() > answered,
+        "the link plans came from the index"
+    );
+    assert!(
+        out["backlinks"]["notes_count"].as_u64() >= Some(3),
+        "the move rewrites backlinks: {out}"
+    );
+    eprintln!(
+        "index: move_note of {from} rewrites {} link(s) in {} note(s)",
+        out["backlinks"]["links_updated"], out["backlinks"]["notes_count"]
+    );
+    let token = fx.require("move_note", &back);
+    fx.call("move_note", with_token(&back, &token))
+        .expect("moved back");
+    Move { away, back }
+}
+
+fn print_percentiles(fx: &Fx<IndexTools>, notes: &str, rare_below: usize) {
+    let words = [
+        "vault", "note", "idea", "project", "meeting", "draft", "review", "garden",
+    ];
+    for (kind, queries) in [
+        (
+            "rare",
+            (0..200)
+                .map(|i| format!("{}", i * 37 % rare_below))
+                .collect::<Vec<_>>(),
+        ),
+        (
+            "common",
+            (0..200)
+                .map(|i| format!("{} {}", words[i % 8], words[(i / 8) % 8]))
+                .collect(),
+        ),
+    ] {
+        let samples: Vec<Duration> = queries
+            .iter()
+            .map(|q| {
+                let start = Instant::now();
+                black_box(search(fx, q));
+                start.elapsed()
+            })
+            .collect();
+        let (p50, p99) = percentiles(samples);
+        eprintln!("index: search_notes {kind} queries on {notes} notes: p50 {p50:?}, p99 {p99:?}");
+    }
+}
+
+fn index_benches(c: &mut Criterion) {
+    let mut group = c.benchmark_group("index");
+    group.sample_size(10);
+    group.measurement_time(Duration::from_secs(10));
+
+    let source = cached_vault(&VaultSpec::reference()).expect("the reference vault");
+    group.bench_function("cold_build_10k", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                let cache = tempfile::tempdir().expect("a cache dir");
+                let start = Instant::now();
+                let index = tc_index::open_indexes(
+                    cache.path(),
+                    [("main", source.as_path())],
+                    &tc_index::SearchConfig::default(),
+                )
+                .expect("the index opens")
+                .remove(0);
+                let done = index.reconcile().expect("the build");
+                total += start.elapsed();
+                black_box(done);
+            }
+            total
+        })
+    });
+
+    let (fx, index) = indexed_fixture();
+    let moves = prepare_move(&fx, &index);
+    let fenced = index.fenced();
+    index.refresh().expect("refresh");
+    assert!(index.fenced() > fenced, "the watcher is trusted");
+    group.bench_function("refresh_unchanged", |b| {
+        b.iter(|| black_box(index.refresh().expect("refresh")))
+    });
+    group.bench_function("reconcile_full_unchanged", |b| {
+        b.iter(|| black_box(index.reconcile().expect("reconcile")))
+    });
+
+    let victim = fx.root.join(note_path(77, 10_000));
+    let original = std::fs::read_to_string(&victim).expect("a note");
+    let mut flip = 0u64;
+    group.bench_function("one_changed_note", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                flip += 1;
+                std::fs::write(&victim, format!("{original}\nedit {flip}\n")).expect("write");
+                let start = Instant::now();
+                let done = index.refresh().expect("refresh");
+                total += start.elapsed();
+                assert!(done.reindexed >= 1);
+            }
+            total
+        })
+    });
+    std::fs::write(&victim, &original).expect("restore");
+
+    let Move { away, back } = moves;
     group.bench_function("move_note_gated", |b| {
         b.iter(|| {
             let refusal = fx
@@ -153,7 +244,6 @@ fn index_benches(c: &mut Criterion) {
             black_box(refusal);
         })
     });
-    let answered = index.answered();
     group.bench_function("move_note_confirmed", |b| {
         b.iter_custom(|iters| {
             let mut total = Duration::ZERO;
@@ -172,56 +262,51 @@ fn index_benches(c: &mut Criterion) {
             total
         })
     });
-    assert!(
-        index.answered() > answered,
-        "the link plans came from the index"
-    );
-    let token = fx.require("move_note", &away);
-    let out = fx
-        .call("move_note", with_token(&away, &token))
-        .expect("a last move");
-    eprintln!(
-        "index: move_note of {from} rewrote {} link(s) in {} note(s)",
-        out["backlinks"]["links_updated"], out["backlinks"]["notes_count"]
-    );
-    let token = fx.require("move_note", &back);
-    fx.call("move_note", with_token(&back, &token))
-        .expect("moved back");
 
     group.bench_function("search_rare", |b| b.iter(|| black_box(search(&fx, "4321"))));
     group.bench_function("search_common", |b| {
         b.iter(|| black_box(search(&fx, "garden review")))
     });
     group.finish();
+    print_percentiles(&fx, "10,000", 10_000);
 
-    let words = [
-        "vault", "note", "idea", "project", "meeting", "draft", "review", "garden",
-    ];
-    for (kind, queries) in [
-        (
-            "rare",
-            (0..200)
-                .map(|i| format!("{}", i * 37 % 10_000))
-                .collect::<Vec<_>>(),
-        ),
-        (
-            "common",
-            (0..200)
-                .map(|i| format!("{} {}", words[i % 8], words[(i / 8) % 8]))
-                .collect(),
-        ),
-    ] {
-        let samples: Vec<Duration> = queries
-            .iter()
-            .map(|q| {
-                let start = Instant::now();
-                black_box(search(&fx, q));
-                start.elapsed()
-            })
-            .collect();
-        let (p50, p99) = percentiles(samples);
-        eprintln!("index: search_notes {kind} queries on 10,000 notes: p50 {p50:?}, p99 {p99:?}");
+    if std::env::var_os("TC_BENCH_INDEX_100K").is_some() {
+        bench_100k(c);
     }
+}
+
+/// The 100,000-note vault (`TC_BENCH_INDEX_100K=1`).
+fn bench_100k(c: &mut Criterion) {
+    let source = cached_vault(&VaultSpec::small(100_000)).expect("the 100,000-note vault");
+    let fx = Fx::<IndexTools>::new();
+    copy_tree(&source, &fx.root);
+    let index = tc_index::open_indexes(
+        &fx.cache(),
+        [("main", fx.root.as_path())],
+        &tc_index::SearchConfig::default(),
+    )
+    .expect("the index opens")
+    .remove(0);
+    let start = Instant::now();
+    index.first_build();
+    eprintln!(
+        "index: cold build of 100,000 notes in {:?}",
+        start.elapsed()
+    );
+    fx.pipeline
+        .vault("main")
+        .expect("vault main")
+        .attach_index(index.clone());
+    let mut group = c.benchmark_group("index_100k");
+    group.sample_size(10);
+    group.bench_function("search_rare", |b| {
+        b.iter(|| black_box(search(&fx, "43210")))
+    });
+    group.bench_function("search_common", |b| {
+        b.iter(|| black_box(search(&fx, "garden review")))
+    });
+    group.finish();
+    print_percentiles(&fx, "100,000", 100_000);
 }
 
 criterion_group!(benches, index_benches);

@@ -15,6 +15,7 @@
 //! vault's binding, starts it, and adds the tools with [`register`].
 
 pub mod captures;
+pub mod embed;
 pub mod index;
 pub mod parse;
 pub mod reset;
@@ -42,12 +43,33 @@ pub struct SearchConfig {
     /// captures and reset_vault_cache. Without it the link tools scan the vault.
     #[serde(default = "yes")]
     pub enabled: bool,
+    /// `[search.embeddings]`: the endpoint behind `mode = semantic` and `hybrid` (absent =
+    /// text search only).
+    #[serde(default)]
+    pub embeddings: Option<EmbeddingsConfig>,
 }
 
 impl Default for SearchConfig {
     fn default() -> Self {
-        SearchConfig { enabled: true }
+        SearchConfig {
+            enabled: true,
+            embeddings: None,
+        }
     }
+}
+
+/// `[search.embeddings]` (CONTRACT §2): any OpenAI-compatible `/embeddings` endpoint.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct EmbeddingsConfig {
+    /// The API's base address; `POST {url}/embeddings` is called (Ollama:
+    /// `http://127.0.0.1:11434/v1`, llama.cpp's server: `http://127.0.0.1:8080/v1`).
+    pub url: String,
+    /// The model asked for (stored with each vector: a new model re-embeds every chunk).
+    pub model: String,
+    /// The environment variable holding the key, sent as a bearer token, if one is needed.
+    #[serde(default)]
+    pub api_key_env: Option<String>,
 }
 
 /// The index tables of `<cache_dir>/cache.db`, migrated.
@@ -55,17 +77,41 @@ pub fn open_db(cache_dir: &Path) -> Result<Arc<SubsystemDb>, SubsystemDbError> {
     SubsystemDb::open(cache_dir, schema::COMPONENT, schema::MIGRATIONS).map(Arc::new)
 }
 
-/// The index of each `(vault id, root)` over one connection to the index tables.
+/// The folder where the fences of vault `id`'s watcher pass (`<cache_dir>/index-fences/`, one
+/// folder per vault named by the id's bytes in hex, so any id makes a valid name).
+fn fence_dir(cache_dir: &Path, id: &str) -> std::path::PathBuf {
+    let hex: String = id.bytes().map(|b| format!("{b:02x}")).collect();
+    cache_dir.join("index-fences").join(hex)
+}
+
+/// The index of each `(vault id, root)` over one connection to the index tables, with the
+/// embeddings endpoint of `config` (an endpoint whose key variable is unset is no start-up
+/// error: a warning here, and `embeddings_unavailable` naming the variable on each
+/// semantic call).
 pub fn open_indexes<'a>(
     cache_dir: &Path,
     vaults: impl IntoIterator<Item = (&'a str, &'a Path)>,
+    config: &SearchConfig,
 ) -> Result<Vec<Arc<VaultIndex>>, RegistryBuildError> {
     let db = open_db(cache_dir).map_err(|e| RegistryBuildError::subsystem("index", e))?;
+    let embedder = config.embeddings.as_ref().map(|e| {
+        let embedder = embed::Embedder::new(e).map(Arc::new);
+        if let Err(error) = &embedder {
+            tracing::warn!("[search.embeddings]: {error}; semantic and hybrid search answer embeddings_unavailable");
+        }
+        embedder
+    });
     vaults
         .into_iter()
         .map(|(id, root)| {
-            VaultIndex::open(Arc::clone(&db), id, root)
-                .map_err(|e| RegistryBuildError::subsystem("index", e))
+            VaultIndex::open(
+                Arc::clone(&db),
+                id,
+                root,
+                &fence_dir(cache_dir, id),
+                embedder.clone(),
+            )
+            .map_err(|e| RegistryBuildError::subsystem("index", e))
         })
         .collect()
 }

@@ -120,7 +120,7 @@ fn counts_of<'a>(cx: &ToolCx<'a>) -> Result<(&'a VaultIndex, CacheCounts), ToolE
     // The counts of the index as the files make it now (an edit made behind the server's
     // back changes the chunk count, and so the state).
     index
-        .reconcile()
+        .refresh()
         .map_err(|e| e.to_tool_error("reconciling the vault index"))?;
     let counts =
         cache_counts(index).map_err(|_| ToolError::internal("counting the vault cache"))?;

@@ -58,9 +58,13 @@ fn the_index_lives_in_cache_db_and_survives_a_restart() {
         .unwrap();
     assert_eq!(files, 2, "attachments are files of the index too");
     // Reopened over the same cache.db, nothing needs reading again.
-    let index = tc_index::open_indexes(&fx.cache(), [("main", fx.root.as_path())])
-        .unwrap()
-        .remove(0);
+    let index = tc_index::open_indexes(
+        &fx.cache(),
+        [("main", fx.root.as_path())],
+        &tc_index::SearchConfig::default(),
+    )
+    .unwrap()
+    .remove(0);
     assert_eq!(index.reconcile().unwrap().reindexed, 0);
 }
 
@@ -85,9 +89,13 @@ fn the_first_build_runs_in_the_background_and_a_waiting_search_reports_progress(
             &format!("# N{i}\nword{i} common\n"),
         );
     }
-    let index: Arc<VaultIndex> = tc_index::open_indexes(&fx.cache(), [("main", fx.root.as_path())])
-        .unwrap()
-        .remove(0);
+    let index: Arc<VaultIndex> = tc_index::open_indexes(
+        &fx.cache(),
+        [("main", fx.root.as_path())],
+        &tc_index::SearchConfig::default(),
+    )
+    .unwrap()
+    .remove(0);
     fx.pipeline
         .vault("main")
         .unwrap()

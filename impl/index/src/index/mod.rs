@@ -1,25 +1,29 @@
 //! One vault's index: its files as last seen (size and mtime), kept in cache.db and in
-//! memory, reconciled with the folder before every answer (spec/index.md `index.store`,
-//! `index.reconcile`, `index.hidden`, `index.build.background`, `index.links.*`;
-//! shared/DESIGN.md §7: "the index is the vault's memory, not its truth").
+//! memory, brought up to date with the folder before every answer (spec/index.md
+//! `index.store`, `index.reconcile`, `index.fresh`, `index.hidden`, `index.build.background`,
+//! `index.links.*`; shared/DESIGN.md §7: "the index is the vault's memory, not its truth").
 //!
-//! A reconciliation walks the vault with tc-vault's own walk (the same files the note tools
-//! see: no hidden names, so never `.obsidian/`, `.git/` or `.trash/`; no link to a folder or
-//! out of the vault) and stats every file. A file whose size or mtime differs from what the
-//! index holds, or that is new, is read and analyzed again; a file gone is dropped. The stat
-//! comes before the read, so an edit racing the read leaves a newer mtime behind and is
-//! picked up by the next reconciliation. Every answer of the index is given right after one,
-//! inside the same call: an edit made behind the server's back is seen by the next call.
+//! A full reconciliation walks the vault as tc-vault's own walk does (see [`scan`]) and stats
+//! every file. A file whose size or mtime differs from what the index holds, or that is new,
+//! is read and analyzed again; a file gone is dropped. The stat comes before the read, so an
+//! edit racing the read leaves a newer mtime behind and is picked up by the next one.
+//!
+//! While the watcher is trusted, a call looks only at the paths it flagged, after a fence
+//! that proves the watcher has delivered every change made before the call (see `watch`);
+//! otherwise (at start-up, without a watcher, after an error or an overflow) the call
+//! reconciles in full. Either way an edit made behind the server's back is seen by the next
+//! call.
 //!
 //! The in-memory part (the stamps and the link resolver over every file) is what makes a
-//! reconciliation of an unchanged vault cost a walk and one stat per file, with no SQLite.
+//! reconciliation of an unchanged vault cost no SQLite.
 
 use std::any::Any;
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
-use std::time::{Duration, UNIX_EPOCH};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
+use std::time::{Duration, Instant, UNIX_EPOCH};
 
 use rusqlite::{Connection, params};
 use tc_tools::context::{LinkCandidates, LinkIndex};
@@ -28,10 +32,16 @@ use tc_vault::error::VaultError;
 use tc_vault::links::LinkResolver;
 use tc_vault::path::{VaultPath, VaultRoot};
 
-use crate::parse::{NoteFacts, analyze, name_key};
+use crate::embed::{EmbedError, Embedder, Embeddings, RunWait};
+use crate::parse::name_key;
+use crate::watch::{Freshness, WatchState};
+use scan::{Looked, Seen, Stamp};
 
-/// How many changed files one transaction of a build writes.
-const BATCH: usize = 500;
+mod scan;
+mod store;
+
+/// How many files a build reports its progress by.
+const REPORT_EVERY: usize = 500;
 
 /// Why the index could not answer.
 #[derive(Debug, thiserror::Error)]
@@ -58,14 +68,6 @@ impl IndexError {
     }
 }
 
-/// What the index holds of one file to decide whether it changed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Stamp {
-    size: u64,
-    mtime_ns: i64,
-    is_note: bool,
-}
-
 #[derive(Debug, Default)]
 pub(crate) struct Live {
     stamps: HashMap<VaultPath, Stamp>,
@@ -73,6 +75,12 @@ pub(crate) struct Live {
     /// same timestamp tick would leave the stamp unchanged, so these are read again by every
     /// reconciliation until their stamp is old enough to be trusted (git's "racy" entries).
     racy: HashSet<VaultPath>,
+    /// The links to files of the vault (see [`scan::Seen::link`]).
+    links: HashSet<VaultPath>,
+    /// Folders the watcher flagged in the last [`RACY_NS`], looked at again by every flagged
+    /// reconciliation: the watcher watches a new folder only after reporting it, so a file
+    /// written into it meanwhile has no event of its own.
+    recent_dirs: Vec<(String, Instant)>,
     resolver: Arc<LinkResolver>,
     /// The files by name key (what a link to that name can resolve to).
     by_key: HashMap<String, std::collections::BTreeSet<VaultPath>>,
@@ -117,7 +125,15 @@ pub struct VaultIndex {
     build_total: AtomicUsize,
     /// How many link questions the index answered (tests check the index path is taken).
     answered: AtomicU64,
+    /// What the watcher flagged, and whether it can be trusted.
+    watch: Arc<WatchState>,
+    /// The folder of the cache directory where the fences pass (see `watch`).
+    fence_dir: PathBuf,
     pub(crate) watcher: Mutex<Option<notify::RecommendedWatcher>>,
+    /// The embeddings side, when `[search.embeddings]` is configured.
+    embeddings: Option<Embeddings>,
+    /// This index, for the threads it starts itself.
+    me: Weak<VaultIndex>,
 }
 
 impl fmt::Debug for VaultIndex {
@@ -129,33 +145,16 @@ impl fmt::Debug for VaultIndex {
     }
 }
 
-fn stamp_of(meta: &std::fs::Metadata, is_note: bool) -> Stamp {
-    let mtime_ns = meta
-        .modified()
-        .ok()
-        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
-        .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX));
-    Stamp {
-        size: meta.len(),
-        mtime_ns,
-        is_note,
-    }
-}
-
-/// A changed note, read and analyzed outside the database lock.
-struct Changed {
-    path: VaultPath,
-    stamp: Stamp,
-    facts: Option<NoteFacts>,
-}
-
 impl VaultIndex {
     /// The index of the vault `vault_id` at `root`, over the index tables of `db`, as cache.db
-    /// holds it from a previous run (nothing is scanned here: see [`VaultIndex::start`]).
+    /// holds it from a previous run (nothing is scanned here: see [`VaultIndex::start`]);
+    /// `fence_dir` is a folder of the cache directory of its own (see `watch`).
     pub fn open(
         db: Arc<SubsystemDb>,
         vault_id: &str,
         root: &std::path::Path,
+        fence_dir: &std::path::Path,
+        embedder: Option<Result<Arc<Embedder>, EmbedError>>,
     ) -> Result<Arc<Self>, IndexError> {
         let root = VaultRoot::new(root)?;
         let mut live = Live::default();
@@ -192,7 +191,7 @@ impl VaultIndex {
                 }
             }
         }
-        Ok(Arc::new(VaultIndex {
+        Ok(Arc::new_cyclic(|me| VaultIndex {
             vault_id: vault_id.to_owned(),
             root,
             db,
@@ -202,7 +201,11 @@ impl VaultIndex {
             build_done: AtomicUsize::new(0),
             build_total: AtomicUsize::new(0),
             answered: AtomicU64::new(0),
+            watch: Arc::new(WatchState::default()),
+            fence_dir: fence_dir.to_path_buf(),
             watcher: Mutex::new(None),
+            embeddings: embedder.map(Embeddings::new),
+            me: me.clone(),
         }))
     }
 
@@ -212,6 +215,41 @@ impl VaultIndex {
 
     pub(crate) fn root(&self) -> &VaultRoot {
         &self.root
+    }
+
+    pub(crate) fn embeddings(&self) -> Option<&Embeddings> {
+        self.embeddings.as_ref()
+    }
+
+    /// Starts an embedding run in a thread of its own, unless none is configured or one is
+    /// going on (which finds the new chunks too).
+    pub(crate) fn kick_embeddings(&self) {
+        if self.embeddings.as_ref().is_none_or(|e| e.embedder.is_err()) {
+            return;
+        }
+        let Some(index) = self.me.upgrade() else {
+            return;
+        };
+        let spawned = std::thread::Builder::new()
+            .name(format!("index-embed-{}", self.vault_id))
+            .spawn(move || match index.embed_pending(None, RunWait::IfIdle) {
+                Ok(0) => {}
+                Ok(n) => tracing::info!(vault = %index.vault_id, "embedded {n} chunk(s)"),
+                Err(error) => {
+                    tracing::warn!(vault = %index.vault_id, "embedding the chunks: {error}")
+                }
+            });
+        if let Err(error) = spawned {
+            tracing::warn!("cannot start an embedding run: {error}");
+        }
+    }
+
+    pub(crate) fn watch_state(&self) -> &Arc<WatchState> {
+        &self.watch
+    }
+
+    pub(crate) fn fence_dir(&self) -> &std::path::Path {
+        &self.fence_dir
     }
 
     /// The index tables' connection.
@@ -238,7 +276,7 @@ impl VaultIndex {
 
     // r[impl index.build.background]
     /// Runs the first build in a thread of its own (the server answers `tools/list`
-    /// meanwhile), reporting its progress on stderr, then watches the folder.
+    /// meanwhile), reporting its progress on stderr, and watches the folder.
     pub fn start(self: &Arc<Self>) {
         let index = Arc::clone(self);
         let spawned = std::thread::Builder::new()
@@ -249,12 +287,25 @@ impl VaultIndex {
         }
     }
 
-    /// The first build, in the calling thread.
+    /// The first build, in the calling thread: the watcher starts first, so a change made
+    /// while the build runs is flagged, then every file is stat'ed.
     pub fn first_build(self: &Arc<Self>) {
+        crate::watch::watch(self);
+        self.build();
+    }
+
+    /// The first build with no watcher, in the calling thread: every answer then reconciles
+    /// in full (for a folder whose filesystem reports no changes, such as some network
+    /// mounts, and for tests of that path).
+    pub fn first_build_unwatched(&self) {
+        self.build();
+    }
+
+    fn build(&self) {
         let started = std::time::Instant::now();
         let id = self.vault_id.clone();
         let report = |done: usize, total: usize| {
-            if total >= BATCH && (done.is_multiple_of(BATCH * 4) || done == total) {
+            if total >= REPORT_EVERY && (done.is_multiple_of(REPORT_EVERY * 4) || done == total) {
                 tracing::info!(vault = %id, "indexing the vault: {done}/{total} files");
             }
         };
@@ -268,7 +319,7 @@ impl VaultIndex {
                     started.elapsed().as_millis()
                 );
                 self.set_status(BuildStatus::Ready);
-                crate::watch::watch(self);
+                self.kick_embeddings();
             }
             Err(error) => {
                 tracing::warn!(vault = %self.vault_id, "the vault index could not be built: {error}");
@@ -287,6 +338,7 @@ impl VaultIndex {
                     self.reconcile()
                         .map_err(|e| e.to_tool_error("building the vault index"))?;
                     self.set_status(BuildStatus::Ready);
+                    self.kick_embeddings();
                     return Ok(());
                 }
                 BuildStatus::Building => {
@@ -314,182 +366,125 @@ impl VaultIndex {
     }
 
     // r[impl index.reconcile]
-    /// Brings the index up to date with the folder.
+    /// Brings the index up to date with the folder in full: every file stat'ed.
     pub fn reconcile(&self) -> Result<Reconciled, IndexError> {
         self.reconcile_reporting(&|_, _| {})
     }
 
+    /// Brings the index up to date before it answers: the flagged paths only when the
+    /// watcher has delivered every change made before this call, else in full.
+    pub fn refresh(&self) -> Result<Reconciled, IndexError> {
+        match self.watch.fence(&self.fence_dir) {
+            Freshness::Flagged => self.reconcile_flagged(),
+            Freshness::Full => self.reconcile(),
+        }
+    }
+
+    /// The watcher thread's reconciliation, after a burst of events (no fence: the events
+    /// it reacts to are already flagged).
+    pub(crate) fn refresh_unfenced(&self) -> Result<Reconciled, IndexError> {
+        let done = if self.watch.owes_full() {
+            self.reconcile()
+        } else {
+            self.reconcile_flagged()
+        }?;
+        if done.reindexed > 0 {
+            self.kick_embeddings();
+        }
+        Ok(done)
+    }
+
+    /// How many calls found the index fresh through the watcher's fence.
+    pub fn fenced(&self) -> u64 {
+        self.watch.fenced.load(Ordering::Relaxed)
+    }
+
     fn reconcile_reporting(&self, report: &dyn Fn(usize, usize)) -> Result<Reconciled, IndexError> {
         let mut live = self.live.lock().unwrap_or_else(|e| e.into_inner());
-        let mut seen: HashSet<VaultPath> = HashSet::with_capacity(live.stamps.len());
-        let mut changed: Vec<(VaultPath, Stamp)> = Vec::new();
-        self.scan(&live, &mut seen, &mut changed)?;
+        self.watch.full_started();
+        let mut seen = Vec::with_capacity(live.stamps.len());
+        scan::scan_folder(&self.root, "", &mut seen)?;
+        let present: HashSet<&VaultPath> = seen.iter().map(|s| &s.path).collect();
         let removed: Vec<VaultPath> = live
             .stamps
             .keys()
-            .filter(|p| !seen.contains(*p))
+            .filter(|p| !present.contains(*p))
             .cloned()
             .collect();
-        let total = changed.len();
-        self.build_total.store(total, Ordering::SeqCst);
-        self.build_done.store(0, Ordering::SeqCst);
-        if !removed.is_empty() {
-            self.write_batch(&mut live, &[], &removed)?;
+        drop(present);
+        live.links = seen
+            .iter()
+            .filter(|s| s.link)
+            .map(|s| s.path.clone())
+            .collect();
+        let mut changed: Vec<Seen> = seen
+            .into_iter()
+            .filter(|s| live.stamps.get(&s.path) != Some(&s.stamp) || live.racy.contains(&s.path))
+            .collect();
+        changed.sort_by(|a, b| a.path.cmp(&b.path));
+        live.recent_dirs.clear();
+        self.apply(&mut live, changed, removed, report)
+    }
+
+    // r[impl index.fresh]
+    /// Looks at the paths the watcher flagged (a folder's whole tree when the path is a
+    /// folder or was one), the folders flagged in the last two seconds (files written into
+    /// a new folder before the watcher watched it), and the links to files (whose target
+    /// changes under another name).
+    fn reconcile_flagged(&self) -> Result<Reconciled, IndexError> {
+        let mut live = self.live.lock().unwrap_or_else(|e| e.into_inner());
+        let mut flagged = self.watch.take_paths();
+        let now = Instant::now();
+        live.recent_dirs
+            .retain(|(_, at)| now.duration_since(*at) < Duration::from_nanos(RACY_NS as u64));
+        flagged.extend(live.recent_dirs.iter().map(|(rel, _)| rel.clone()));
+        flagged.extend(live.links.iter().map(|p| p.as_str().to_owned()));
+        if flagged.is_empty() {
+            return Ok(Reconciled::default());
         }
-        let mut done = 0;
-        for batch in changed.chunks(BATCH) {
-            let mut analyzed = Vec::with_capacity(batch.len());
-            for (path, stamp) in batch {
-                let facts = if stamp.is_note {
-                    match std::fs::read(self.root.join(path)) {
-                        Ok(bytes) => Some(analyze(&bytes)),
-                        // Gone since the stat: the next reconciliation drops it.
-                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-                        Err(source) => {
-                            return Err(IndexError::Io {
-                                path: path.as_str().to_owned(),
-                                source,
-                            });
+        let mut changed: BTreeMap<VaultPath, Seen> = BTreeMap::new();
+        let mut gone: HashSet<VaultPath> = HashSet::new();
+        for rel in &flagged {
+            match scan::look_at(&self.root, rel) {
+                Looked::Folder => {
+                    let mut seen = Vec::new();
+                    scan::scan_folder(&self.root, &format!("{rel}/"), &mut seen)?;
+                    let mut before = scan::at_or_under(live.stamps.keys(), rel);
+                    for s in seen {
+                        before.remove(&s.path);
+                        if live.stamps.get(&s.path) != Some(&s.stamp) || live.racy.contains(&s.path)
+                        {
+                            changed.insert(s.path.clone(), s);
                         }
                     }
-                } else {
-                    None
-                };
-                analyzed.push(Changed {
-                    path: path.clone(),
-                    stamp: *stamp,
-                    facts,
-                });
-            }
-            self.write_batch(&mut live, &analyzed, &[])?;
-            done += batch.len();
-            self.build_done.store(done, Ordering::SeqCst);
-            report(done, total);
-        }
-        Ok(Reconciled {
-            reindexed: total,
-            removed: removed.len(),
-        })
-    }
-
-    /// Every file of the vault with its stamp, as tc-vault's walk would list them (no hidden
-    /// name, no name that is not a valid vault path, no link to a folder, a link to a file
-    /// only when it stays inside the vault), stat'ed through each folder's own entries so
-    /// an unchanged vault costs one listing per folder and one stat per file.
-    fn scan(
-        &self,
-        live: &Live,
-        seen: &mut HashSet<VaultPath>,
-        changed: &mut Vec<(VaultPath, Stamp)>,
-    ) -> Result<(), IndexError> {
-        let mut folders = vec![(self.root.path().to_path_buf(), String::new())];
-        while let Some((dir, prefix)) = folders.pop() {
-            let entries = std::fs::read_dir(&dir).map_err(|source| IndexError::Io {
-                path: prefix.clone(),
-                source,
-            })?;
-            for entry in entries.flatten() {
-                let Ok(name) = entry.file_name().into_string() else {
-                    continue;
-                };
-                if name.starts_with('.') {
-                    continue;
-                }
-                let Ok(file_type) = entry.file_type() else {
-                    continue;
-                };
-                let rel = format!("{prefix}{name}");
-                if file_type.is_dir() {
-                    if VaultPath::parse(&rel).is_ok() {
-                        folders.push((entry.path(), format!("{rel}/")));
+                    gone.extend(before);
+                    if !live.recent_dirs.iter().any(|(r, _)| r == rel) {
+                        live.recent_dirs.push((rel.clone(), now));
                     }
-                    continue;
                 }
-                let Ok(path) = VaultPath::parse(&rel) else {
-                    continue;
-                };
-                let meta = if file_type.is_symlink() {
-                    match self.root.resolve_for_read(&path) {
-                        Ok(target) if target.is_file() => std::fs::metadata(target),
-                        _ => continue,
+                Looked::File(s) => {
+                    let mut before = scan::at_or_under(live.stamps.keys(), rel);
+                    before.remove(&s.path);
+                    gone.extend(before);
+                    // Flagged: read again even when the stamp looks the same (an edit
+                    // within one timestamp tick, or one that kept the mtime).
+                    if !s.link || live.stamps.get(&s.path) != Some(&s.stamp) {
+                        changed.insert(s.path.clone(), s);
                     }
-                } else if file_type.is_file() {
-                    entry.metadata()
-                } else {
-                    continue;
-                };
-                // Gone since the listing: dropped like any file not seen.
-                let Ok(meta) = meta else { continue };
-                let stamp = stamp_of(&meta, path.is_note());
-                if live.stamps.get(&path) != Some(&stamp) || live.racy.contains(&path) {
-                    changed.push((path.clone(), stamp));
                 }
-                seen.insert(path);
+                Looked::Nothing => gone.extend(scan::at_or_under(live.stamps.keys(), rel)),
             }
         }
-        changed.sort_by(|a, b| a.0.cmp(&b.0));
-        Ok(())
-    }
-
-    /// Writes one batch in one transaction, then updates the in-memory stamps and resolver.
-    fn write_batch(
-        &self,
-        live: &mut Live,
-        changed: &[Changed],
-        removed: &[VaultPath],
-    ) -> Result<(), IndexError> {
-        let vault = self.vault_id.as_str();
-        {
-            let mut conn = self.db.lock();
-            let tx = conn.transaction()?;
-            for path in removed {
-                forget(&tx, vault, path.as_str())?;
-                tx.execute(
-                    "DELETE FROM index_files WHERE vault = ?1 AND path = ?2",
-                    params![vault, path.as_str()],
-                )?;
-            }
-            for note in changed {
-                store(&tx, vault, note)?;
-            }
-            tx.commit()?;
-        }
-        let now = wall_ns();
-        let Live {
-            stamps,
-            racy,
-            resolver,
-            by_key,
-        } = live;
-        let resolver = Arc::make_mut(resolver);
-        for path in removed {
-            resolver.remove(path);
-            stamps.remove(path);
-            racy.remove(path);
-            let key = name_key(path.as_str());
-            if let Some(set) = by_key.get_mut(&key) {
-                set.remove(path);
-                if set.is_empty() {
-                    by_key.remove(&key);
-                }
-            }
-        }
-        for note in changed {
-            if !stamps.contains_key(&note.path) {
-                resolver.insert(note.path.clone());
-                by_key
-                    .entry(name_key(note.path.as_str()))
-                    .or_default()
-                    .insert(note.path.clone());
-            }
-            stamps.insert(note.path.clone(), note.stamp);
-            if now.saturating_sub(note.stamp.mtime_ns) < RACY_NS {
-                racy.insert(note.path.clone());
-            } else {
-                racy.remove(&note.path);
-            }
-        }
-        Ok(())
+        let removed: Vec<VaultPath> = gone
+            .into_iter()
+            .filter(|p| !changed.contains_key(p))
+            .collect();
+        self.apply(
+            &mut live,
+            changed.into_values().collect(),
+            removed,
+            &|_, _| {},
+        )
     }
 
     /// The in-memory part, locked (always before the connection: the one lock order).
@@ -505,12 +500,14 @@ impl VaultIndex {
         conn: &Connection,
     ) -> Result<(), IndexError> {
         conn.execute(
-            "UPDATE index_files SET mtime_ns = -1 WHERE vault = ?1",
+            "UPDATE index_files SET mtime_ns = -1, hash = NULL WHERE vault = ?1",
             [&self.vault_id],
         )?;
         for stamp in live.stamps.values_mut() {
             stamp.mtime_ns = -1;
         }
+        // No event tells the watcher: the next answer must look at every file.
+        self.watch.owe_full();
         Ok(())
     }
 
@@ -536,81 +533,6 @@ impl VaultIndex {
     }
 }
 
-/// Drops what the index holds of one note's content (links, tags, chunks).
-fn forget(conn: &Connection, vault: &str, path: &str) -> rusqlite::Result<()> {
-    conn.prepare_cached("DELETE FROM index_links WHERE vault = ?1 AND src = ?2")?
-        .execute(params![vault, path])?;
-    conn.prepare_cached("DELETE FROM index_tags WHERE vault = ?1 AND path = ?2")?
-        .execute(params![vault, path])?;
-    conn.prepare_cached(
-        "DELETE FROM index_fts WHERE rowid IN
-             (SELECT id FROM index_chunks WHERE vault = ?1 AND path = ?2)",
-    )?
-    .execute(params![vault, path])?;
-    conn.prepare_cached("DELETE FROM index_chunks WHERE vault = ?1 AND path = ?2")?
-        .execute(params![vault, path])?;
-    Ok(())
-}
-
-// r[impl index.facts]
-fn store(conn: &Connection, vault: &str, note: &Changed) -> rusqlite::Result<()> {
-    let path = note.path.as_str();
-    forget(conn, vault, path)?;
-    let facts = note.facts.as_ref();
-    let keys = facts.map(|f| serde_json::json!(f.frontmatter_keys).to_string());
-    let headings = facts.map(|f| {
-        serde_json::Value::Array(
-            f.headings
-                .iter()
-                .map(|h| serde_json::json!({"level": h.level, "text": h.text}))
-                .collect(),
-        )
-        .to_string()
-    });
-    conn.prepare_cached(
-        "INSERT INTO index_files (vault, path, size, mtime_ns, is_note, hash, frontmatter_keys, headings)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
-         ON CONFLICT (vault, path) DO UPDATE SET size = excluded.size,
-             mtime_ns = excluded.mtime_ns, is_note = excluded.is_note, hash = excluded.hash,
-             frontmatter_keys = excluded.frontmatter_keys, headings = excluded.headings",
-    )?
-    .execute(params![
-        vault,
-        path,
-        note.stamp.size as i64,
-        note.stamp.mtime_ns,
-        note.stamp.is_note,
-        facts.map(|f| f.hash.as_str()),
-        keys,
-        headings,
-    ])?;
-    let Some(facts) = facts else {
-        return Ok(());
-    };
-    let mut link = conn.prepare_cached(
-        "INSERT INTO index_links (vault, src, name_key, target, embed) VALUES (?1, ?2, ?3, ?4, ?5)",
-    )?;
-    for l in &facts.links {
-        link.execute(params![vault, path, l.name_key, l.target, l.embed])?;
-    }
-    let mut tag = conn.prepare_cached(
-        "INSERT OR IGNORE INTO index_tags (vault, path, tag) VALUES (?1, ?2, ?3)",
-    )?;
-    for t in &facts.tags {
-        tag.execute(params![vault, path, t])?;
-    }
-    let mut chunk = conn.prepare_cached(
-        "INSERT INTO index_chunks (vault, path, ord, heading) VALUES (?1, ?2, ?3, ?4)",
-    )?;
-    let mut fts =
-        conn.prepare_cached("INSERT INTO index_fts (rowid, heading, body) VALUES (?1, ?2, ?3)")?;
-    for (ord, c) in facts.chunks.iter().enumerate() {
-        chunk.execute(params![vault, path, ord as i64, c.heading])?;
-        fts.execute(params![conn.last_insert_rowid(), c.heading, c.body])?;
-    }
-    Ok(())
-}
-
 // r[impl index.links.candidates]
 impl LinkIndex for VaultIndex {
     fn link_candidates(&self, names: &[&str]) -> Result<Option<LinkCandidates>, ToolError> {
@@ -619,7 +541,7 @@ impl LinkIndex for VaultIndex {
             // The first build is running (or failed): the caller scans, which is always right.
             BuildStatus::Building | BuildStatus::Failed(_) => return Ok(None),
         }
-        self.reconcile()
+        self.refresh()
             .map_err(|e| e.to_tool_error("reconciling the vault index"))?;
         let resolver = Arc::clone(&self.live.lock().unwrap_or_else(|e| e.into_inner()).resolver);
         let keys: Vec<String> = names.iter().map(|n| name_key(n)).collect();

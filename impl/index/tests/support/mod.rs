@@ -22,9 +22,13 @@ pub type Fx = tc_tools::testing::Fx<IndexTools>;
 
 /// Builds the index of the fixture's vault (in its cache folder) and attaches it.
 pub fn indexed(fx: &Fx) -> Arc<VaultIndex> {
-    let index = tc_index::open_indexes(&fx.cache(), [("main", fx.root.as_path())])
-        .unwrap()
-        .remove(0);
+    let index = tc_index::open_indexes(
+        &fx.cache(),
+        [("main", fx.root.as_path())],
+        &tc_index::SearchConfig::default(),
+    )
+    .unwrap()
+    .remove(0);
     index.first_build();
     assert!(
         fx.pipeline

@@ -1,7 +1,8 @@
-//! `search_notes` (CONTRACT §3; spec/index.md `search.*`): BM25 over the chunks (FTS5),
-//! one hit per note (its best chunk) with a highlighted snippet, filtered by folder and
-//! tags, paged with a signed cursor bound to the caller, the tool and the request, and
-//! bounded by the governor's cap.
+//! `search_notes` (CONTRACT §3; spec/index.md `search.*`): BM25 over the chunks (FTS5,
+//! [`text`]), or by embedding ([`semantic`]: cosine nearest chunks, or hybrid: both ranks
+//! fused), one hit per note (its best chunk) with a snippet, filtered by folder and tags,
+//! paged with a signed cursor bound to the caller, the tool and the request (mode
+//! included), and bounded by the governor's cap.
 //!
 //! The folder ACL is applied to every hit before it is counted, so a note the caller may not
 //! read is never named, never snippeted, and never shifts the pages (the cursor counts the
@@ -17,6 +18,10 @@ use tc_tools::{
 use tc_vault::path::FolderPath;
 
 use crate::index::VaultIndex;
+use text::{Ranked, hit_of, ranked};
+
+pub(crate) mod semantic;
+pub(crate) mod text;
 
 /// The tool's name (the cursor is bound to it).
 pub const SEARCH_NOTES: &str = "search_notes";
@@ -87,9 +92,11 @@ pub struct SearchHit {
     pub path: String,
     /// The headings the best chunk sits under (` > `-joined; empty before the first).
     pub heading: String,
-    /// The best chunk's matching passage, matches between `**`.
+    /// The best chunk's matching passage, matches between `**` (a chunk found by its
+    /// embedding alone shows its opening words).
     pub snippet: String,
-    /// BM25 (lower is better, as SQLite's FTS5 reports it).
+    /// text: BM25 (lower is better, as SQLite's FTS5 reports it); semantic: the cosine
+    /// similarity; hybrid: the reciprocal-rank-fusion score (both higher is better).
     pub score: f64,
     pub tags: Vec<String>,
 }
@@ -149,101 +156,6 @@ fn normalize_tag(tag: &str) -> String {
     tag.trim().trim_start_matches('#').to_lowercase()
 }
 
-struct Ranked {
-    path: String,
-    chunk: i64,
-    score: f64,
-}
-
-fn ranked(
-    index: &VaultIndex,
-    fts: &str,
-    folder: &FolderPath,
-    tags: &[String],
-    mut keep: impl FnMut(&str) -> bool,
-    skip: usize,
-    take: usize,
-) -> rusqlite::Result<Vec<Ranked>> {
-    let mut sql = String::from(
-        // bm25() is only defined in a query over the FTS5 table alone: the matches are
-        // ranked first, then joined to their notes and grouped to one hit per note.
-        "WITH m AS MATERIALIZED (
-             SELECT rowid AS id, bm25(index_fts, 2.0, 1.0) AS score
-             FROM index_fts WHERE index_fts MATCH ?1
-         )
-         SELECT c.path, c.id, MIN(m.score) FROM m JOIN index_chunks c ON c.id = m.id
-         WHERE c.vault = ?2",
-    );
-    let mut values: Vec<rusqlite::types::Value> =
-        vec![fts.to_owned().into(), index.vault_id().to_owned().into()];
-    if !folder.is_root() {
-        values.push(format!("{}/", folder.as_str()).into());
-        sql.push_str(&format!(
-            " AND substr(c.path, 1, length(?{n})) = ?{n}",
-            n = values.len()
-        ));
-    }
-    for tag in tags {
-        values.push(tag.clone().into());
-        let n = values.len();
-        sql.push_str(&format!(
-            " AND c.path IN (SELECT path FROM index_tags WHERE vault = ?2
-                 AND (tag = ?{n} OR substr(tag, 1, length(?{n}) + 1) = ?{n} || '/'))"
-        ));
-    }
-    sql.push_str(" GROUP BY c.path ORDER BY 3, 1");
-    let conn = index.conn();
-    let mut stmt = conn.prepare_cached(&sql)?;
-    let mut rows = stmt.query(rusqlite::params_from_iter(values))?;
-    let mut out = Vec::with_capacity(take);
-    let mut readable = 0usize;
-    while let Some(row) = rows.next()? {
-        let path: String = row.get(0)?;
-        if !keep(&path) {
-            continue;
-        }
-        readable += 1;
-        if readable <= skip {
-            continue;
-        }
-        out.push(Ranked {
-            path,
-            chunk: row.get(1)?,
-            score: row.get(2)?,
-        });
-        if out.len() >= take {
-            break;
-        }
-    }
-    Ok(out)
-}
-
-fn hit_of(index: &VaultIndex, fts: &str, ranked: &Ranked) -> rusqlite::Result<SearchHit> {
-    let conn = index.conn();
-    let (snippet, heading): (String, String) = conn
-        .prepare_cached(
-            "SELECT snippet(index_fts, -1, '**', '**', '…', 24), heading
-             FROM index_fts WHERE index_fts MATCH ?1 AND rowid = ?2",
-        )?
-        .query_row(rusqlite::params![fts, ranked.chunk], |row| {
-            Ok((row.get(0)?, row.get(1)?))
-        })?;
-    let mut stmt =
-        conn.prepare_cached("SELECT tag FROM index_tags WHERE vault = ?1 AND path = ?2")?;
-    let tags = stmt
-        .query_map(rusqlite::params![index.vault_id(), ranked.path], |row| {
-            row.get::<_, String>(0)
-        })?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
-    Ok(SearchHit {
-        path: ranked.path.clone(),
-        heading: heading.chars().take(HEADING_CHARS).collect(),
-        snippet,
-        score: ranked.score,
-        tags,
-    })
-}
-
 fn cursor_error(error: tc_gate::cursor::CursorError) -> ToolError {
     ToolError::new(ErrorCode::InvalidInput, error.to_string())
         .detail("reason", serde_json::json!(error.reason()))
@@ -275,20 +187,12 @@ impl Tool for SearchNotes {
         _precheck: &Precheck,
         _state: &TargetState,
     ) -> Result<SearchNotesOutput, HandlerFailure> {
-        if args.mode != SearchMode::Text {
-            // r[impl search.embeddings.unavailable]
-            return Err(ToolError::new(
-                ErrorCode::EmbeddingsUnavailable,
-                format!(
-                    "mode {} needs embeddings, and this server has no [search.embeddings] endpoint; use mode text",
-                    args.mode.as_str()
-                ),
-            )
-            .into());
+        let fts = fts_query(&args.query);
+        if fts.is_none() && args.mode != SearchMode::Semantic {
+            return Err(
+                ToolError::validation("/query", "holds no word that can be searched for").into(),
+            );
         }
-        let fts = fts_query(&args.query).ok_or_else(|| {
-            ToolError::validation("/query", "holds no word that can be searched for")
-        })?;
         let folder = match &args.folder {
             Some(folder) => FolderPath::parse(folder)?,
             None => FolderPath::root(),
@@ -297,7 +201,7 @@ impl Tool for SearchNotes {
         let index = index_of(cx)?;
         index.wait_ready(cx)?;
         index
-            .reconcile()
+            .refresh()
             .map_err(|e| e.to_tool_error("reconciling the vault index"))?;
 
         let canonical =
@@ -326,7 +230,41 @@ impl Tool for SearchNotes {
         let keep = |path: &str| {
             tc_vault::path::VaultPath::parse(path).is_ok_and(|p| acl.can_read(&p, scopes))
         };
-        let found = ranked(index, &fts, &folder, &tags, keep, skip, limit + 1).map_err(|e| {
+        let searched = match args.mode {
+            SearchMode::Text => {
+                let fts = fts.as_deref().unwrap_or_default();
+                ranked(index, fts, &folder, &tags, keep, skip, limit + 1)
+            }
+            SearchMode::Semantic | SearchMode::Hybrid => {
+                let mode = args.mode.as_str();
+                let (model, vector) = semantic::query_vector(index, mode, &args.query)?;
+                if args.mode == SearchMode::Semantic {
+                    semantic::semantic_ranked(
+                        index,
+                        &model,
+                        &vector,
+                        &folder,
+                        &tags,
+                        keep,
+                        skip,
+                        limit + 1,
+                    )
+                } else {
+                    semantic::hybrid_ranked(
+                        index,
+                        fts.as_deref(),
+                        &model,
+                        &vector,
+                        &folder,
+                        &tags,
+                        keep,
+                        skip,
+                        limit + 1,
+                    )
+                }
+            }
+        };
+        let found: Vec<Ranked> = searched.map_err(|e| {
             tracing::warn!("search_notes: {e}");
             ToolError::internal("searching the vault index")
         })?;
@@ -342,8 +280,8 @@ impl Tool for SearchNotes {
         let mut spent = 0usize;
         let mut cut = false;
         for ranked in found.iter().take(limit) {
-            let hit =
-                hit_of(index, &fts, ranked).map_err(|_| ToolError::internal("reading a hit"))?;
+            let hit = hit_of(index, fts.as_deref(), ranked)
+                .map_err(|_| ToolError::internal("reading a hit"))?;
             let cost = serde_json::to_vec(&hit)
                 .map(|bytes| wire_cost(&bytes) + 1)
                 .map_err(|_| ToolError::internal("encoding a hit"))?;

@@ -1,0 +1,276 @@
+//! Writing what a reconciliation found (spec/index.md `index.store`, `index.facts`): the
+//! changed notes are read and analyzed outside the database lock, then written in batches of
+//! [`BATCH`], one transaction each, and the in-memory stamps and resolver follow each batch.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use rusqlite::{Connection, params};
+use tc_vault::path::VaultPath;
+
+use super::scan::{Seen, Stamp};
+use super::{IndexError, Live, RACY_NS, Reconciled, VaultIndex, wall_ns};
+use crate::parse::{NoteFacts, analyze, name_key};
+
+/// How many changed files one transaction writes.
+const BATCH: usize = 500;
+
+/// A changed file, read and analyzed outside the database lock.
+pub(super) struct Changed {
+    path: VaultPath,
+    stamp: Stamp,
+    link: bool,
+    facts: Option<NoteFacts>,
+}
+
+impl VaultIndex {
+    /// Reads, analyzes and stores `changed`, drops `removed`, reporting the progress of the
+    /// batches.
+    pub(super) fn apply(
+        &self,
+        live: &mut Live,
+        changed: Vec<Seen>,
+        removed: Vec<VaultPath>,
+        report: &dyn Fn(usize, usize),
+    ) -> Result<Reconciled, IndexError> {
+        let total = changed.len();
+        self.build_total.store(total, Ordering::SeqCst);
+        self.build_done.store(0, Ordering::SeqCst);
+        if !removed.is_empty() {
+            self.write_batch(live, &[], &removed)?;
+        }
+        let mut done = 0;
+        for batch in changed.chunks(BATCH) {
+            let analyzed = self.analyze_batch(batch)?;
+            self.write_batch(live, &analyzed, &[])?;
+            done += batch.len();
+            self.build_done.store(done, Ordering::SeqCst);
+            report(done, total);
+        }
+        Ok(Reconciled {
+            reindexed: total,
+            removed: removed.len(),
+        })
+    }
+
+    /// Reads and analyzes one batch, on two threads when it is large (a build is bound by
+    /// reading and parsing, not by SQLite).
+    fn analyze_batch(&self, batch: &[Seen]) -> Result<Vec<Changed>, IndexError> {
+        let one = |seen: &Seen| -> Result<Option<Changed>, IndexError> {
+            let facts = if seen.stamp.is_note {
+                match std::fs::read(self.root.join(&seen.path)) {
+                    Ok(bytes) => Some(analyze(&bytes)),
+                    // Gone since the stat: the next reconciliation drops it.
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+                    Err(source) => {
+                        return Err(IndexError::Io {
+                            path: seen.path.as_str().to_owned(),
+                            source,
+                        });
+                    }
+                }
+            } else {
+                None
+            };
+            Ok(Some(Changed {
+                path: seen.path.clone(),
+                stamp: seen.stamp,
+                link: seen.link,
+                facts,
+            }))
+        };
+        let run = |part: &[Seen]| -> Result<Vec<Changed>, IndexError> {
+            let mut out = Vec::with_capacity(part.len());
+            for seen in part {
+                if let Some(changed) = one(seen)? {
+                    out.push(changed);
+                }
+            }
+            Ok(out)
+        };
+        if batch.len() < 64 {
+            return run(batch);
+        }
+        let (first, second) = batch.split_at(batch.len() / 2);
+        let (a, b) = std::thread::scope(|scope| {
+            let other = scope.spawn(|| run(second));
+            let mine = run(first);
+            (mine, other.join())
+        });
+        let mut out = a?;
+        out.extend(b.map_err(|_| IndexError::Io {
+            path: String::new(),
+            source: std::io::Error::other("an indexing thread panicked"),
+        })??);
+        Ok(out)
+    }
+
+    /// Writes one batch in one transaction, then updates the in-memory stamps and resolver.
+    pub(super) fn write_batch(
+        &self,
+        live: &mut Live,
+        changed: &[Changed],
+        removed: &[VaultPath],
+    ) -> Result<(), IndexError> {
+        let vault = self.vault_id.as_str();
+        {
+            let mut conn = self.db.lock();
+            let tx = conn.transaction()?;
+            for path in removed {
+                forget(&tx, vault, path.as_str())?;
+                tx.execute(
+                    "DELETE FROM index_files WHERE vault = ?1 AND path = ?2",
+                    params![vault, path.as_str()],
+                )?;
+            }
+            for note in changed {
+                store(&tx, vault, note)?;
+            }
+            tx.commit()?;
+        }
+        let now = wall_ns();
+        let Live {
+            stamps,
+            racy,
+            links,
+            resolver,
+            by_key,
+            ..
+        } = live;
+        let resolver = Arc::make_mut(resolver);
+        for path in removed {
+            resolver.remove(path);
+            stamps.remove(path);
+            racy.remove(path);
+            links.remove(path);
+            let key = name_key(path.as_str());
+            if let Some(set) = by_key.get_mut(&key) {
+                set.remove(path);
+                if set.is_empty() {
+                    by_key.remove(&key);
+                }
+            }
+        }
+        for note in changed {
+            if !stamps.contains_key(&note.path) {
+                resolver.insert(note.path.clone());
+                by_key
+                    .entry(name_key(note.path.as_str()))
+                    .or_default()
+                    .insert(note.path.clone());
+            }
+            stamps.insert(note.path.clone(), note.stamp);
+            if note.link {
+                links.insert(note.path.clone());
+            } else {
+                links.remove(&note.path);
+            }
+            if now.saturating_sub(note.stamp.mtime_ns) < RACY_NS {
+                racy.insert(note.path.clone());
+            } else {
+                racy.remove(&note.path);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Drops what the index holds of one note's content (links, tags, chunks).
+pub(super) fn forget(conn: &Connection, vault: &str, path: &str) -> rusqlite::Result<()> {
+    conn.prepare_cached("DELETE FROM index_links WHERE vault = ?1 AND src = ?2")?
+        .execute(params![vault, path])?;
+    conn.prepare_cached("DELETE FROM index_tags WHERE vault = ?1 AND path = ?2")?
+        .execute(params![vault, path])?;
+    // The vectors go with their chunks (a chunk id may be reused by other text later).
+    conn.prepare_cached(
+        "DELETE FROM index_embeddings WHERE chunk_id IN
+             (SELECT id FROM index_chunks WHERE vault = ?1 AND path = ?2)",
+    )?
+    .execute(params![vault, path])?;
+    conn.prepare_cached(
+        "DELETE FROM index_fts WHERE rowid IN
+             (SELECT id FROM index_chunks WHERE vault = ?1 AND path = ?2)",
+    )?
+    .execute(params![vault, path])?;
+    conn.prepare_cached("DELETE FROM index_chunks WHERE vault = ?1 AND path = ?2")?
+        .execute(params![vault, path])?;
+    Ok(())
+}
+
+// r[impl index.facts]
+fn store(conn: &Connection, vault: &str, note: &Changed) -> rusqlite::Result<()> {
+    let path = note.path.as_str();
+    let facts = note.facts.as_ref();
+    if let Some(facts) = facts {
+        // Read again with the same content (a flagged file that was only touched, or an
+        // edit undone): its links, tags, chunks and vectors stay; only the stamp moves.
+        let same = conn
+            .prepare_cached(
+                "UPDATE index_files SET size = ?3, mtime_ns = ?4
+                 WHERE vault = ?1 AND path = ?2 AND is_note = 1 AND hash = ?5",
+            )?
+            .execute(params![
+                vault,
+                path,
+                note.stamp.size as i64,
+                note.stamp.mtime_ns,
+                facts.hash.as_str()
+            ])?;
+        if same == 1 {
+            return Ok(());
+        }
+    }
+    forget(conn, vault, path)?;
+    let keys = facts.map(|f| serde_json::json!(f.frontmatter_keys).to_string());
+    let headings = facts.map(|f| {
+        serde_json::Value::Array(
+            f.headings
+                .iter()
+                .map(|h| serde_json::json!({"level": h.level, "text": h.text}))
+                .collect(),
+        )
+        .to_string()
+    });
+    conn.prepare_cached(
+        "INSERT INTO index_files (vault, path, size, mtime_ns, is_note, hash, frontmatter_keys, headings)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+         ON CONFLICT (vault, path) DO UPDATE SET size = excluded.size,
+             mtime_ns = excluded.mtime_ns, is_note = excluded.is_note, hash = excluded.hash,
+             frontmatter_keys = excluded.frontmatter_keys, headings = excluded.headings",
+    )?
+    .execute(params![
+        vault,
+        path,
+        note.stamp.size as i64,
+        note.stamp.mtime_ns,
+        note.stamp.is_note,
+        facts.map(|f| f.hash.as_str()),
+        keys,
+        headings,
+    ])?;
+    let Some(facts) = facts else {
+        return Ok(());
+    };
+    let mut link = conn.prepare_cached(
+        "INSERT INTO index_links (vault, src, name_key, target, embed) VALUES (?1, ?2, ?3, ?4, ?5)",
+    )?;
+    for l in &facts.links {
+        link.execute(params![vault, path, l.name_key, l.target, l.embed])?;
+    }
+    let mut tag = conn.prepare_cached(
+        "INSERT OR IGNORE INTO index_tags (vault, path, tag) VALUES (?1, ?2, ?3)",
+    )?;
+    for t in &facts.tags {
+        tag.execute(params![vault, path, t])?;
+    }
+    let mut chunk = conn.prepare_cached(
+        "INSERT INTO index_chunks (vault, path, ord, heading) VALUES (?1, ?2, ?3, ?4)",
+    )?;
+    let mut fts =
+        conn.prepare_cached("INSERT INTO index_fts (rowid, heading, body) VALUES (?1, ?2, ?3)")?;
+    for (ord, c) in facts.chunks.iter().enumerate() {
+        chunk.execute(params![vault, path, ord as i64, c.heading])?;
+        fts.execute(params![conn.last_insert_rowid(), c.heading, c.body])?;
+    }
+    Ok(())
+}

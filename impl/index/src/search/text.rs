@@ -1,0 +1,181 @@
+//! Text mode (spec/index.md `search.bm25`, `search.filters`, `search.acl`): BM25 over the
+//! chunks, one hit per note (its best chunk), with a highlighted snippet.
+//!
+//! The query shape is what keeps a common word cheap: FTS5 ranks the matching chunks alone
+//! (`ORDER BY bm25(..) LIMIT k`, a bounded sort, no join or grouping over every match), and
+//! the best `k` chunks are then placed in their notes by primary key, filtered by vault,
+//! folder, tags and ACL, and folded to one hit per note. When the `k` best chunks do not
+//! fill the page (many chunks of one note, or filters that keep few), `k` grows fourfold
+//! and the ranking is asked again, until the page is full or every match was seen.
+
+use std::collections::HashSet;
+
+use rusqlite::OptionalExtension;
+use tc_vault::path::FolderPath;
+
+use super::{HEADING_CHARS, SearchHit};
+use crate::index::VaultIndex;
+
+/// One note found, by its best chunk.
+#[derive(Debug, Clone)]
+pub(crate) struct Ranked {
+    pub path: String,
+    pub chunk: i64,
+    pub score: f64,
+    /// Whether the chunk matched the words (its snippet highlights them).
+    pub text_match: bool,
+}
+
+/// The paths carrying every tag of `tags` (a tag also matching its nested tags), or `None`
+/// when no tag is asked for.
+pub(crate) fn tagged(
+    index: &VaultIndex,
+    tags: &[String],
+) -> rusqlite::Result<Option<HashSet<String>>> {
+    if tags.is_empty() {
+        return Ok(None);
+    }
+    let conn = index.conn();
+    let mut stmt = conn.prepare_cached(
+        "SELECT DISTINCT path FROM index_tags WHERE vault = ?1
+         AND (tag = ?2 OR substr(tag, 1, length(?2) + 1) = ?2 || '/')",
+    )?;
+    let mut all: Option<HashSet<String>> = None;
+    for tag in tags {
+        let paths = stmt
+            .query_map(rusqlite::params![index.vault_id(), tag], |row| {
+                row.get::<_, String>(0)
+            })?
+            .collect::<rusqlite::Result<HashSet<String>>>()?;
+        all = Some(match all {
+            None => paths,
+            Some(before) => before.intersection(&paths).cloned().collect(),
+        });
+    }
+    Ok(all)
+}
+
+/// Whether a note at `path` passes the folder and tag filters.
+pub(crate) fn in_scope(path: &str, folder: &FolderPath, tagged: Option<&HashSet<String>>) -> bool {
+    (folder.is_root()
+        || path
+            .strip_prefix(folder.as_str())
+            .is_some_and(|rest| rest.starts_with('/')))
+        && tagged.is_none_or(|set| set.contains(path))
+}
+
+/// The notes of this vault matching `fts`, best first, past the first `skip` that `keep`
+/// (the ACL) and the filters let through, at most `take` of them.
+pub(crate) fn ranked(
+    index: &VaultIndex,
+    fts: &str,
+    folder: &FolderPath,
+    tags: &[String],
+    keep: impl Fn(&str) -> bool,
+    skip: usize,
+    take: usize,
+) -> rusqlite::Result<Vec<Ranked>> {
+    let tagged = tagged(index, tags)?;
+    let want = skip.saturating_add(take);
+    let mut k = want.saturating_mul(2).clamp(64, 1 << 20);
+    loop {
+        let conn = index.conn();
+        let mut best = conn.prepare_cached(
+            // bm25() is only defined in a query over the FTS5 table alone.
+            "SELECT rowid, bm25(index_fts, 2.0, 1.0) AS score FROM index_fts
+             WHERE index_fts MATCH ?1 ORDER BY score, rowid LIMIT ?2",
+        )?;
+        let mut place =
+            conn.prepare_cached("SELECT vault, path FROM index_chunks WHERE id = ?1")?;
+        let mut rows = best.query(rusqlite::params![fts, k as i64])?;
+        let mut seen_rows = 0usize;
+        let mut notes: HashSet<String> = HashSet::new();
+        let mut found = Vec::new();
+        while let Some(row) = rows.next()? {
+            seen_rows += 1;
+            let chunk: i64 = row.get(0)?;
+            let Some((vault, path)) = place
+                .query_row([chunk], |r| {
+                    Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
+                })
+                .optional()?
+            else {
+                continue;
+            };
+            if vault != index.vault_id()
+                || notes.contains(&path)
+                || !in_scope(&path, folder, tagged.as_ref())
+            {
+                continue;
+            }
+            notes.insert(path.clone());
+            if !keep(&path) {
+                continue;
+            }
+            found.push(Ranked {
+                path,
+                chunk,
+                score: row.get(1)?,
+                text_match: true,
+            });
+            if found.len() >= want {
+                break;
+            }
+        }
+        if found.len() >= want || seen_rows < k {
+            return Ok(found.into_iter().skip(skip).collect());
+        }
+        k = k.saturating_mul(4);
+    }
+}
+
+/// The hit of a ranked note: its best chunk's heading path and snippet, and its tags.
+pub(crate) fn hit_of(
+    index: &VaultIndex,
+    fts: Option<&str>,
+    ranked: &Ranked,
+) -> rusqlite::Result<SearchHit> {
+    let conn = index.conn();
+    let fts = fts.filter(|_| ranked.text_match);
+    let (snippet, heading): (String, String) = match fts {
+        Some(fts) => conn
+            .prepare_cached(
+                "SELECT snippet(index_fts, -1, '**', '**', '…', 24), heading
+                 FROM index_fts WHERE index_fts MATCH ?1 AND rowid = ?2",
+            )?
+            .query_row(rusqlite::params![fts, ranked.chunk], |row| {
+                Ok((row.get(0)?, row.get(1)?))
+            })?,
+        // A chunk found by its vector alone: its opening words.
+        None => conn
+            .prepare_cached("SELECT body, heading FROM index_fts WHERE rowid = ?1")?
+            .query_row([ranked.chunk], |row| {
+                Ok((opening(&row.get::<_, String>(0)?), row.get(1)?))
+            })?,
+    };
+    let mut stmt =
+        conn.prepare_cached("SELECT tag FROM index_tags WHERE vault = ?1 AND path = ?2")?;
+    let tags = stmt
+        .query_map(rusqlite::params![index.vault_id(), ranked.path], |row| {
+            row.get::<_, String>(0)
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(SearchHit {
+        path: ranked.path.clone(),
+        heading: heading.chars().take(HEADING_CHARS).collect(),
+        snippet,
+        score: ranked.score,
+        tags,
+    })
+}
+
+/// The first 24 words of a chunk, as long as a text snippet.
+fn opening(body: &str) -> String {
+    let mut words = body.split_whitespace();
+    let head: Vec<&str> = words.by_ref().take(24).collect();
+    let mut out = head.join(" ");
+    if words.next().is_some() {
+        out.push('…');
+    }
+    out
+}
