@@ -29,6 +29,7 @@ use std::sync::Arc;
 use serde::Deserialize;
 use tc_tools::{Registry, RegistryBuildError, SubsystemDb, SubsystemDbError};
 
+pub use embed::RunWait;
 pub use index::{BuildStatus, IndexError, Reconciled, VaultIndex};
 
 fn yes() -> bool {

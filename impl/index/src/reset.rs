@@ -311,6 +311,13 @@ impl Tool for ResetVaultCache {
                 .map_err(fail)? as u64;
         }
         tx.commit().map_err(fail)?;
+        drop(conn);
+        drop(live);
+        // The vectors come back from the endpoint (the chunks from the files, at the next
+        // answer, and their vectors after it).
+        if include.embeddings || include.chunks {
+            index.kick_embeddings();
+        }
         Ok(out)
     }
 }

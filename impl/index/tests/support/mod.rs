@@ -4,7 +4,9 @@
 
 use std::sync::Arc;
 
-use tc_index::{SearchConfig, VaultIndex};
+pub mod embed_server;
+
+use tc_index::{EmbeddingsConfig, SearchConfig, VaultIndex};
 pub use tc_tools::testing::{Tools, code, with_token};
 
 /// The note tools and the index's tools, as the server registers them.
@@ -30,6 +32,37 @@ pub fn indexed(fx: &Fx) -> Arc<VaultIndex> {
     .unwrap()
     .remove(0);
     index.first_build();
+    assert!(
+        fx.pipeline
+            .vault("main")
+            .unwrap()
+            .attach_index(index.clone())
+    );
+    index
+}
+
+/// The `[search]` config of an endpoint at `url` (model `bag-of-words`).
+pub fn embeddings_at(url: &str) -> SearchConfig {
+    SearchConfig {
+        enabled: true,
+        embeddings: Some(EmbeddingsConfig {
+            url: url.to_owned(),
+            model: "bag-of-words".to_owned(),
+            api_key_env: None,
+        }),
+    }
+}
+
+/// Builds the index with `config`'s embeddings endpoint and attaches it; the first build's
+/// embedding run is waited for, so the tests start from every chunk embedded.
+pub fn indexed_with(fx: &Fx, config: &SearchConfig) -> Arc<VaultIndex> {
+    let index = tc_index::open_indexes(&fx.cache(), [("main", fx.root.as_path())], config)
+        .unwrap()
+        .remove(0);
+    index.first_build();
+    index
+        .embed_pending(None, tc_index::embed::RunWait::Block)
+        .unwrap();
     assert!(
         fx.pipeline
             .vault("main")
