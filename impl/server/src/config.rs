@@ -76,6 +76,10 @@ pub struct Config {
     /// link tools' backlinks (enabled by default).
     #[serde(default)]
     pub search: tc_index::SearchConfig,
+    /// `[toolFacade]`: `mode = "flat"` advertises every tool, `"lean"` only the facade's
+    /// find_capability, describe_capability and call_capability.
+    #[serde(default)]
+    pub tool_facade: crate::facade::ToolFacadeConfig,
 }
 
 fn default_ttl() -> i64 {
@@ -272,6 +276,7 @@ impl Default for Config {
             vaults: Vec::new(),
             ocr: tc_ocr::OcrConfig::default(),
             search: tc_index::SearchConfig::default(),
+            tool_facade: crate::facade::ToolFacadeConfig::default(),
         }
     }
 }

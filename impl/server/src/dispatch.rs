@@ -44,6 +44,7 @@ use tc_vault::{Vault, WikiSealer, seal_dir_for, snapshot_dir_for};
 
 use crate::auth::Caller;
 use crate::config::Config;
+use crate::facade::{Dispatch, Facade};
 use crate::metrics::Metrics;
 use crate::trips::{self, Era};
 
@@ -138,6 +139,34 @@ pub struct ToolCall<'a> {
     pub input_responses: Option<&'a InputResponses>,
 }
 
+/// Whether a call came by its own name or through the lean facade's `call_capability`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Via {
+    Direct,
+    Facade,
+}
+
+impl Via {
+    // r[impl facade.call.route-recorded]
+    /// The route a verified confirmation is recorded under: the round trip's own, or
+    /// `call_capability` when it came through the facade.
+    pub(crate) fn route(self, round_trip: tc_gate::NonTokenRoute) -> tc_gate::NonTokenRoute {
+        match self {
+            Via::Direct => round_trip,
+            Via::Facade => tc_gate::NonTokenRoute::CallCapability,
+        }
+    }
+}
+
+/// How one call travels: its era, its confirmation route, and whether it came through the
+/// facade.
+#[derive(Debug, Clone, Copy)]
+struct Leg {
+    era: Era,
+    route: Route,
+    via: Via,
+}
+
 /// Where a call ended before the governor.
 pub(crate) enum Step {
     /// The modern round trip's first answer.
@@ -158,6 +187,7 @@ pub struct ServerCore {
     pub(crate) vault_ids: Vec<String>,
     pub(crate) ttl_ms: i64,
     legacy_shim: bool,
+    facade: Facade,
 }
 
 impl fmt::Debug for ServerCore {
@@ -258,6 +288,7 @@ impl ServerCore {
             codec: CursorCodec::new(parts.secret),
             limits: PageLimits::new(cap),
         };
+        let facade = Facade::new(config.tool_facade.mode, &registry);
         let pipeline = Pipeline::new(registry, bindings, gate, Arc::clone(&parts.clock), paging)
             .with_approval_flags(parts.approval_flags);
         Ok(ServerCore {
@@ -271,6 +302,7 @@ impl ServerCore {
             vault_ids,
             ttl_ms: gate_config.ttl_ms(),
             legacy_shim: parts.legacy_shim,
+            facade,
         })
     }
 
@@ -290,9 +322,19 @@ impl ServerCore {
         self.pipeline.registry()
     }
 
-    /// Whether `tool` is one this server offers.
+    /// Whether `tool` is one this server offers (in lean mode, the facade's three too).
     pub fn knows_tool(&self, tool: &str) -> bool {
-        self.pipeline.registry().get(tool).is_some()
+        self.pipeline.registry().get(tool).is_some() || self.facade.offers(tool)
+    }
+
+    /// The lean facade (spec/facade.md).
+    pub fn facade(&self) -> &Facade {
+        &self.facade
+    }
+
+    /// The `tools/list` entries: every tool in flat mode, the facade's three in lean mode.
+    pub fn tool_entries(&self) -> Vec<Value> {
+        self.facade.list(self.registry())
     }
 
     // r[impl dispatch.one-pipeline]
@@ -323,6 +365,28 @@ impl ServerCore {
             scopes: caller.scopes.clone(),
             only_vault: caller.vault.clone(),
         };
+        // r[impl facade.call.same-pipeline]
+        // call_capability becomes the named tool's own call here, before any stage runs.
+        let inner;
+        let (tool, arguments, via) =
+            match self
+                .facade
+                .dispatch(self.registry(), &caller_cx, tool, arguments)
+            {
+                Dispatch::Direct => (tool, arguments, Via::Direct),
+                Dispatch::Inner { tool, arguments } => {
+                    inner = (tool, arguments);
+                    (inner.0.as_str(), &inner.1, Via::Facade)
+                }
+                Dispatch::Answer(outcome) => {
+                    let (result, outcome) = match outcome.and_then(|output| self.govern(output)) {
+                        Ok(result) => (result, "ok"),
+                        Err(error) => (crate::results::failure(&error), error.code.as_str()),
+                    };
+                    self.record_outcome(tool, &caller.id, outcome);
+                    return Ok(CallToolResponse::Complete(result));
+                }
+            };
         let era = Era::of(context.protocol_version().as_ref());
         let form = trips::supports_form(context.client_capabilities().as_ref());
         let route = Route::choose(era, transport, form, self.legacy_shim);
@@ -331,8 +395,7 @@ impl ServerCore {
                 &caller_cx,
                 tool,
                 arguments,
-                era,
-                route,
+                Leg { era, route, via },
                 request_state,
                 input_responses,
                 context,
@@ -360,6 +423,12 @@ impl ServerCore {
                         error
                     }
                 });
+                let governed = match via {
+                    Via::Facade => {
+                        governed.map_err(|error| crate::facade::resend_through_facade(error, tool))
+                    }
+                    Via::Direct => governed,
+                };
                 let result = match governed {
                     Ok(result) => {
                         self.record_outcome(tool, &caller.id, "ok");
@@ -459,12 +528,12 @@ impl ServerCore {
         caller: &CallerContext,
         tool: &str,
         arguments: &Value,
-        era: Era,
-        route: Route,
+        leg: Leg,
         request_state: Option<&str>,
         input_responses: Option<&InputResponses>,
         context: &RequestContext<RoleServer>,
     ) -> Step {
+        let Leg { era, route, via } = leg;
         // r[impl dispatch.order]
         let prepared = {
             let (caller, tool, arguments) = (caller.clone(), tool.to_owned(), arguments.clone());
@@ -487,7 +556,7 @@ impl ServerCore {
                     key,
                     request_state,
                     input_responses,
-                    route,
+                    (route, via),
                     context,
                 )
                 .await;
@@ -500,7 +569,7 @@ impl ServerCore {
         }
         match route {
             Route::ModernRoundTrip => self.offer_round_trip(&prepared, key).await,
-            Route::LegacyShim => self.legacy_shim(&prepared, key, context).await,
+            Route::LegacyShim => self.legacy_shim(&prepared, key, via, context).await,
             Route::Plain => {
                 let outcome = self.execute(&prepared, Approval::None, context).await;
                 Step::Done(Some(key), outcome)

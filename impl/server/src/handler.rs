@@ -62,9 +62,9 @@ impl ObsidianTc {
         }
     }
 
-    /// The `tools/list` entries, in the registry's order.
+    /// The `tools/list` entries: the registry's in flat mode, the facade's in lean mode.
     pub fn tool_entries(&self) -> Vec<Value> {
-        self.core.registry().list()
+        self.core.tool_entries()
     }
 }
 

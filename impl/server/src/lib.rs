@@ -11,6 +11,7 @@
 pub mod auth;
 pub mod config;
 pub mod dispatch;
+pub mod facade;
 pub mod handler;
 pub mod http;
 pub mod metrics;

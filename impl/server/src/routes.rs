@@ -13,7 +13,7 @@ use tc_gate::request_state::{StateBinding, present, split_presented};
 use tc_gate::{AdmitError, NonTokenRoute, StateFp};
 use tc_tools::{Approval, Prepared, ToolError};
 
-use crate::dispatch::{CallKey, Route, ServerCore, Step};
+use crate::dispatch::{CallKey, Route, ServerCore, Step, Via};
 use crate::trips::{
     Answer, CONFIRM_KEY, confirm_input_request, confirm_params, judge_answer, prompt_message,
 };
@@ -71,7 +71,7 @@ impl ServerCore {
         key: CallKey,
         request_state: Option<&str>,
         input_responses: Option<&InputResponses>,
-        route: Route,
+        (route, via): (Route, Via),
         context: &RequestContext<RoleServer>,
     ) -> Step {
         let opened = request_state.and_then(|state| {
@@ -142,7 +142,7 @@ impl ServerCore {
                 }
                 let approval = Approval::Verified {
                     state_fp: approved,
-                    route: NonTokenRoute::RequestState,
+                    route: via.route(NonTokenRoute::RequestState),
                 };
                 Step::Done(Some(key), self.execute(prepared, approval, context).await)
             }
@@ -198,6 +198,7 @@ impl ServerCore {
         &self,
         prepared: &Prepared,
         key: CallKey,
+        via: Via,
         context: &RequestContext<RoleServer>,
     ) -> Step {
         let raised = {
@@ -234,7 +235,7 @@ impl ServerCore {
             Answer::Approve => {
                 let approval = Approval::Verified {
                     state_fp: prepared.state_fp().clone(),
-                    route: NonTokenRoute::LegacyShim,
+                    route: via.route(NonTokenRoute::LegacyShim),
                 };
                 Step::Done(Some(key), self.execute(prepared, approval, context).await)
             }
