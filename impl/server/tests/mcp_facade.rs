@@ -584,3 +584,22 @@ async fn a_target_changed_while_the_shim_prompt_is_open_is_replay_drift_for_ever
         assert_eq!(client.service().prompts(), 1, "{}", case.tool);
     }
 }
+
+// r[verify facade.mode.flat]
+// r[verify facade.mode.lean]
+#[test]
+fn the_mode_is_read_from_the_config_and_a_wrong_one_is_named() {
+    let dir = tempfile::TempDir::new().unwrap();
+    let parse = |text: &str| Config::parse(text, "test.toml", dir.path());
+    assert_eq!(parse("").unwrap().tool_facade.mode, FacadeMode::Flat);
+    let lean = parse("[toolFacade]\nmode = \"lean\"\n").unwrap();
+    assert_eq!(lean.tool_facade.mode, FacadeMode::Lean);
+    let wrong = parse("[toolFacade]\nmode = \"slim\"\n")
+        .unwrap_err()
+        .to_string();
+    assert!(wrong.contains("slim") || wrong.contains("mode"), "{wrong}");
+    let unknown = parse("[toolFacade]\nmodes = \"lean\"\n")
+        .unwrap_err()
+        .to_string();
+    assert!(unknown.contains("modes"), "{unknown}");
+}
