@@ -59,12 +59,32 @@ struct Flags {
 }
 
 /// What the watcher tells the index, shared with the watcher's callback.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct WatchState {
     flags: Mutex<Flags>,
     fence_seen: Condvar,
     /// Fences passed (tests and benches check the fast path is taken).
     pub(crate) fenced: AtomicU64,
+    /// What this index's fence files are named by (`<tag>-<ticket>`): the process and the
+    /// index, so another server over the same cache directory, whose fences the watcher
+    /// also reports, never passes this one's fence.
+    tag: String,
+}
+
+impl Default for WatchState {
+    fn default() -> Self {
+        static INDEXES: AtomicU64 = AtomicU64::new(0);
+        WatchState {
+            flags: Mutex::default(),
+            fence_seen: Condvar::new(),
+            fenced: AtomicU64::new(0),
+            tag: format!(
+                "{}-{}",
+                std::process::id(),
+                INDEXES.fetch_add(1, Ordering::Relaxed)
+            ),
+        }
+    }
 }
 
 /// How a call may bring the index up to date.
@@ -130,7 +150,7 @@ impl WatchState {
             flags.next_ticket += 1;
             flags.next_ticket
         };
-        let file = fence_dir.join(ticket.to_string());
+        let file = fence_dir.join(format!("{}-{ticket}", self.tag));
         if let Err(error) = std::fs::File::create(&file) {
             self.distrust(&format!(
                 "cannot write its fence in {}: {error}",
@@ -194,7 +214,12 @@ impl WatchState {
             if kind != AccessKind::Close(AccessMode::Write));
         for path in &event.paths {
             if let Ok(name) = path.strip_prefix(fence_dir) {
-                if let Some(ticket) = name.to_str().and_then(|n| n.parse::<u64>().ok()) {
+                let ticket = name
+                    .to_str()
+                    .and_then(|n| n.strip_prefix(self.tag.as_str()))
+                    .and_then(|n| n.strip_prefix('-'))
+                    .and_then(|n| n.parse::<u64>().ok());
+                if let Some(ticket) = ticket {
                     flags.seen_ticket = flags.seen_ticket.max(ticket);
                     self.fence_seen.notify_all();
                 }
@@ -331,6 +356,19 @@ mod tests {
             assert_eq!(state.fence(dir.path()), Freshness::Full);
         }
         assert!(!state.lock().trusted);
+        // Another index's fence (same folder, another tag) passes nothing of this one's.
+        state.lock().trusted = true;
+        let root = Path::new("/v");
+        let foreign = dir.path().join("1-999999");
+        let event = notify::Event::new(EventKind::Create(notify::event::CreateKind::File))
+            .add_path(foreign);
+        state.on_event(root, dir.path(), Ok(event));
+        assert_eq!(state.lock().seen_ticket, 0);
+        let own = dir.path().join(format!("{}-7", state.tag));
+        let event =
+            notify::Event::new(EventKind::Create(notify::event::CreateKind::File)).add_path(own);
+        state.on_event(root, dir.path(), Ok(event));
+        assert_eq!(state.lock().seen_ticket, 7);
         // A delivered ticket (the callback's path) lets the call take the flagged paths.
         let mut flags = state.lock();
         flags.trusted = true;
