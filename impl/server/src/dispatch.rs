@@ -269,7 +269,7 @@ impl ServerCore {
                 .vaults
                 .iter()
                 .map(|v| (v.id.as_str(), v.root.as_path()));
-            let indexes = tc_index::open_indexes(parts.cache_dir, roots)
+            let indexes = tc_index::open_indexes(parts.cache_dir, roots, &config.search)
                 .map_err(|e| BuildError::Registry(e.to_string()))?;
             for (binding, index) in bindings.iter().zip(indexes) {
                 binding.attach_index(index.clone());
