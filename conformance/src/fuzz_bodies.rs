@@ -17,6 +17,10 @@
 //! - [`summary_render`]: any text in a summary renders within its bound, with no raw control,
 //!   bidi or zero-width character, the full args_hash on its own line, and nothing that looks
 //!   like a credential (tools.summary.bounded, tools.summary.escaped, tools.summary.redacted).
+//! - [`jsonrpc_tools_call`]: any bytes as one JSON-RPC message into the in-process server's
+//!   stdio framing and dispatch: it keeps answering, writes only JSON-RPC, answers a
+//!   `tools/call` once with the CONTRACT envelope, and runs nothing on an approval nobody
+//!   gave (its module, `fuzz_jsonrpc`, says it whole).
 
 use std::sync::OnceLock;
 
@@ -28,6 +32,8 @@ use tc_gate::cursor::{CURSOR_TTL_MS, CursorClaims, CursorCodec, CursorError, req
 use tc_gate::keys::ServerSecret;
 use tc_gate::request_state::{RequestStateSealer, StateBinding, StateError};
 use tc_model::{Action, ModelConfig, RequestStateMode};
+
+pub use crate::fuzz_jsonrpc::jsonrpc_tools_call;
 
 use crate::envelope;
 use crate::harness::{ReplayError, replay};
@@ -428,7 +434,7 @@ pub fn lifecycle(data: &[u8]) {
                 input.config, input.actions
             )
         }
-        Err(ReplayError::Start(error)) => panic!("the harness could not start: {error}"),
+        Err(other) => panic!("{other}"),
     }
 }
 

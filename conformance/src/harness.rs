@@ -197,6 +197,8 @@ pub fn check_step(
 pub enum ReplayError {
     #[error("the harness could not start: {0}")]
     Start(#[from] SutError),
+    #[error("the server under test could not start: {0}")]
+    Server(String),
     #[error("{0}")]
     Diverged(#[from] Divergence),
 }

@@ -1,0 +1,134 @@
+//! The product's world as the server comparison stages it (DESIGN.md §3 "handles, not
+//! secrets"; spec/drift.md `drift.path-fingerprint`, `drift.none-empty`).
+//!
+//! - `Vault(n)` is the configured vault `"v<n>"`, a real folder; every vault has the same
+//!   configuration. Over stdio the caller is always `stdio`, so the comparison runs with one
+//!   caller (`ModelConfig::callers == 1`).
+//! - The path tool (the model's `delete_note`, "always gated, bound to its path target") is
+//!   `write_note` replacing the whole note `n<n>.md` (`Args(n)`), which is gated on a note
+//!   that is not empty; its effect is the note holding [`written`]. Every note starts with
+//!   content of its own ([`initial`]), and a target change (the model's `ChangeTarget`)
+//!   writes a new text that no other step writes ([`changed`]).
+//! - The `"none"` tool is `execute_command` with the allowlisted command [`command_id`] of
+//!   `Args(n)`, sent to a stand-in Obsidian (tc_bridge::testing): a 5xx from it after the
+//!   request was sent is the model's `Http5xx`.
+//! - The model's stages are arranged as the environment would: `AclDenied` by a server over
+//!   the same cacheDir and vaults whose folder ACL lets nothing be written, `Http5xx` by the
+//!   stand-in answering 500. `ConventionBlockedBeforeWrite` has no arrangement: the path
+//!   tools' conventions preflight refuses a blocked write before the gate (the token is not
+//!   even looked at), so the write gate refuses after it only when the conventions change
+//!   while the call runs.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use serde_json::{Value, json};
+use tc_model::{Call, Note, Tool, Vault};
+
+/// The caller of every stdio request.
+pub const CALLER: &str = "stdio";
+
+/// The commands the vaults allow, by argument variant.
+const COMMANDS: [&str; 2] = ["editor:toggle-bold", "app:reload"];
+
+pub fn vault_id(vault: Vault) -> String {
+    format!("v{}", vault.0)
+}
+
+pub fn note_path(note: Note) -> String {
+    format!("n{}.md", note.0)
+}
+
+pub fn command_id(args: u8) -> &'static str {
+    COMMANDS[usize::from(args) % COMMANDS.len()]
+}
+
+/// The real tool name of a model tool, `None` for one the server comparison does not drive.
+pub fn tool_name(tool: Tool) -> Option<&'static str> {
+    match tool {
+        Tool::DeleteNote => Some("write_note"),
+        Tool::ExecuteCommand => Some("execute_command"),
+        Tool::UpdateTask => None,
+    }
+}
+
+/// What the path tool writes for `Args(n)`.
+pub fn written(args: u8) -> String {
+    format!("written by the agent (args {args})\n")
+}
+
+/// A note's content before any step.
+pub fn initial(vault: Vault, note: Note) -> String {
+    format!("vault {} note {}: as created\n", vault.0, note.0)
+}
+
+/// A note's content after the `serial`-th target change of the run.
+pub fn changed(vault: Vault, note: Note, serial: u32) -> String {
+    format!(
+        "vault {} note {}: changed by hand ({serial})\n",
+        vault.0, note.0
+    )
+}
+
+/// The arguments of a model call (without any approval).
+pub fn arguments(call: &Call) -> Option<Value> {
+    Some(match call.tool {
+        Tool::DeleteNote => json!({
+            "vault": vault_id(call.vault),
+            "path": note_path(Note(call.args.0)),
+            "content": written(call.args.0),
+        }),
+        Tool::ExecuteCommand => json!({
+            "vault": vault_id(call.vault),
+            "command_id": command_id(call.args.0),
+        }),
+        Tool::UpdateTask => return None,
+    })
+}
+
+/// The variant of the server's configuration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Variant {
+    /// As configured for the run.
+    Main,
+    /// The folder ACL lets nothing be written.
+    AclDenied,
+}
+
+/// Where the run's files are.
+#[derive(Debug, Clone)]
+pub struct Places<'a> {
+    pub vaults: &'a [std::path::PathBuf],
+    pub bridge_url: &'a str,
+    pub key_file: &'a Path,
+}
+
+/// The config file text of one variant of the server.
+pub fn config_text(
+    places: &Places<'_>,
+    ttl_seconds: i64,
+    single_use: bool,
+    variant: Variant,
+) -> String {
+    let mut text = format!(
+        "elicitTtlSeconds = {ttl_seconds}\nrequestStateSingleUse = {single_use}\n\n\
+         [search]\nenabled = false\n"
+    );
+    for (index, root) in places.vaults.iter().enumerate() {
+        let _ = write!(
+            text,
+            "\n[[vaults]]\nid = \"v{index}\"\nroot = {root:?}\n\
+             [vaults.bridge]\nurl = {url:?}\napiKeyFile = {key:?}\ntimeoutMs = 5000\n\
+             [vaults.commands]\nenabled = true\nallowlist = {commands:?}\n",
+            root = root.display().to_string(),
+            url = places.bridge_url,
+            key = places.key_file.display().to_string(),
+            commands = COMMANDS,
+        );
+        match variant {
+            Variant::Main => {}
+            Variant::AclDenied => text.push_str("[vaults.acl]\nwritePaths = []\n"),
+        }
+    }
+    text
+}
