@@ -18,8 +18,10 @@ use rmcp::model::CallToolResponse;
 use serde_json::Value;
 use tc_gate::clock::{Clock, Entropy};
 use tc_gate::governor::{BoundedError, Governor};
+pub use tc_sessions::RerunReport;
 use tc_sessions::rerun::{ReplayControl, replay_on};
-use tc_sessions::{CallRecord, CallReport, CallStatus, Replayer, RerunPlan, RerunReport, Sessions};
+pub use tc_sessions::store::SessionRow;
+use tc_sessions::{CallRecord, CallReport, CallStatus, Replayer, RerunPlan, Sessions};
 use tc_tools::{CallerContext, ErrorCode, Pipeline, ToolError, ToolOutput};
 
 use crate::config::Config;
@@ -141,6 +143,58 @@ pub enum RerunError {
     },
     #[error("{0}")]
     Failed(String),
+}
+
+/// The session `id` in the cache.db of `cache_dir`, whoever's it is (the operator's view).
+pub fn find_session(cache_dir: &std::path::Path, id: &str) -> Result<SessionRow, RerunError> {
+    if !cache_dir.join(tc_gate::CACHE_DB_FILE).is_file() {
+        return Err(RerunError::Failed(format!(
+            "there is no cache.db in {}, so no session {id:?}; pass the --config or \
+             --cache-dir the server runs with",
+            cache_dir.display()
+        )));
+    }
+    let sessions = Sessions::open(
+        cache_dir,
+        tc_sessions::SessionsConfig::default(),
+        Arc::new(tc_gate::clock::SystemClock),
+    )
+    .map_err(|e| RerunError::Failed(e.to_string()))?;
+    match sessions.find(id) {
+        Ok(row) => Ok(row),
+        Err(error) if error.code == ErrorCode::SessionNotFound => {
+            Err(RerunError::NotFound(id.to_owned()))
+        }
+        Err(error) => Err(RerunError::Failed(error.to_string())),
+    }
+}
+
+/// The configuration a session is re-run with by the operator: `config` when it lists the
+/// session's vault; with no vaults listed (a server started as `serve VAULT_DIR`), the
+/// session's vault served from the root recorded when the session started.
+pub fn config_for(config: &Config, session: &SessionRow) -> Result<Config, RerunError> {
+    if config.vaults.iter().any(|v| v.id == session.vault) {
+        return Ok(config.clone());
+    }
+    if !config.vaults.is_empty() {
+        return Err(RerunError::Failed(format!(
+            "session {:?} is on vault {:?}, which this configuration does not list; pass the \
+             --config the server runs with",
+            session.id, session.vault
+        )));
+    }
+    let mut config = config.clone();
+    config
+        .add_vault_dir(std::path::Path::new(&session.vault_root))
+        .map_err(|e| RerunError::Failed(format!("{e}")))?;
+    if config.vaults.first().is_some_and(|v| v.id != session.vault) {
+        return Err(RerunError::Failed(format!(
+            "the folder {} the session's vault {:?} was served from is now vault {:?}; pass \
+             the --config the server runs with",
+            session.vault_root, session.vault, config.vaults[0].id
+        )));
+    }
+    Ok(config)
 }
 
 impl ServerCore {
