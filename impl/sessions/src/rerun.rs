@@ -462,6 +462,7 @@ mod tests {
             session: SessionRow {
                 id: "s1".into(),
                 vault: "main".into(),
+                vault_root: "/vault".into(),
                 caller: "stdio".into(),
                 scopes: "*".into(),
                 label: String::new(),

@@ -12,6 +12,7 @@ use tc_vault::acl::Scopes;
 pub const MIGRATIONS: &[&str] = &["CREATE TABLE sessions (
          id          TEXT PRIMARY KEY NOT NULL,
          vault       TEXT NOT NULL,
+         vault_root  TEXT NOT NULL,
          caller      TEXT NOT NULL,
          scopes      TEXT NOT NULL,
          label       TEXT NOT NULL,
@@ -29,6 +30,9 @@ pub const MIGRATIONS: &[&str] = &["CREATE TABLE sessions (
 pub struct SessionRow {
     pub id: String,
     pub vault: String,
+    /// The vault's root folder when the session started (`obsidian-tc rerun` serves it
+    /// from there when no configuration names the vault).
+    pub vault_root: String,
     pub caller: String,
     /// The caller's scopes when it started the session (`*` for all).
     pub scopes: String,
@@ -63,21 +67,21 @@ pub fn scopes_from_text(text: &str) -> Scopes {
     Scopes::granted(text.split_whitespace())
 }
 
-const COLUMNS: &str =
-    "id, vault, caller, scopes, label, started_ms, ended_ms, call_count, lost_count, trace_file";
+const COLUMNS: &str = "id, vault, vault_root, caller, scopes, label, started_ms, ended_ms, call_count, lost_count, trace_file";
 
 fn row(r: &Row<'_>) -> rusqlite::Result<SessionRow> {
     Ok(SessionRow {
         id: r.get(0)?,
         vault: r.get(1)?,
-        caller: r.get(2)?,
-        scopes: r.get(3)?,
-        label: r.get(4)?,
-        started_ms: r.get(5)?,
-        ended_ms: r.get(6)?,
-        call_count: r.get::<_, i64>(7)?.max(0) as u64,
-        lost_count: r.get::<_, i64>(8)?.max(0) as u64,
-        trace_file: r.get(9)?,
+        vault_root: r.get(2)?,
+        caller: r.get(3)?,
+        scopes: r.get(4)?,
+        label: r.get(5)?,
+        started_ms: r.get(6)?,
+        ended_ms: r.get(7)?,
+        call_count: r.get::<_, i64>(8)?.max(0) as u64,
+        lost_count: r.get::<_, i64>(9)?.max(0) as u64,
+        trace_file: r.get(10)?,
     })
 }
 
@@ -85,11 +89,12 @@ fn row(r: &Row<'_>) -> rusqlite::Result<SessionRow> {
 /// an open session on that vault.
 pub fn insert(conn: &Connection, session: &SessionRow) -> rusqlite::Result<()> {
     conn.execute(
-        "INSERT INTO sessions (id, vault, caller, scopes, label, started_ms, ended_ms, call_count, lost_count, trace_file)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, NULL, 0, 0, ?7)",
+        "INSERT INTO sessions (id, vault, vault_root, caller, scopes, label, started_ms, ended_ms, call_count, lost_count, trace_file)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, NULL, 0, 0, ?8)",
         params![
             session.id,
             session.vault,
+            session.vault_root,
             session.caller,
             session.scopes,
             session.label,
@@ -209,6 +214,7 @@ mod tests {
         SessionRow {
             id: id.into(),
             vault: "main".into(),
+            vault_root: "/vault".into(),
             caller: caller.into(),
             scopes: "*".into(),
             label: "l".into(),

@@ -26,6 +26,7 @@ fn session(fx: &Fx, ended: bool) {
     let row = SessionRow {
         id: SESSION.into(),
         vault: "main".into(),
+        vault_root: "/vault".into(),
         caller: "stdio".into(),
         scopes: "*".into(),
         label: "scenario".into(),

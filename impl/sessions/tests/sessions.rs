@@ -169,6 +169,7 @@ fn list_sessions_pages_newest_first_with_a_signed_cursor() {
             let row = SessionRow {
                 id: id.clone(),
                 vault: "main".into(),
+                vault_root: "/vault".into(),
                 caller: "stdio".into(),
                 scopes: "*".into(),
                 label: format!("session {i} {}", "x".repeat(100)),
@@ -269,6 +270,7 @@ fn kept_arguments_are_scanned_and_capped() {
     let row = SessionRow {
         id: "s1".into(),
         vault: "main".into(),
+        vault_root: "/vault".into(),
         caller: "stdio".into(),
         scopes: "*".into(),
         label: String::new(),

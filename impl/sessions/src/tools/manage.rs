@@ -96,6 +96,7 @@ impl Tool for StartSession {
             trace_file: format!("{id}.jsonl"),
             id,
             vault: cx.vault().id().to_owned(),
+            vault_root: cx.vault().root().path().display().to_string(),
             caller: cx.caller.id.clone(),
             scopes: scopes_text(&cx.caller.scopes),
             label: args.label.clone(),
