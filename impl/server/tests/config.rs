@@ -297,6 +297,20 @@ fn vault_ids_are_unique_and_roots_exist() {
     assert_eq!(empty.key(), Some("vaults[0].id"));
 }
 
+// r[verify drift.residual.no-root]
+// r[verify drift.residual.no-root.never-served]
+#[test]
+fn no_vault_is_served_without_a_root_so_no_path_binding_is_empty_for_want_of_one() {
+    let dir = workspace();
+    let rootless = parse_in(dir.path(), "[[vaults]]\nid = \"a\"\n").expect_err("no root");
+    assert!(rootless.to_string().contains("root"), "{rootless}");
+    let missing = parse_in(dir.path(), "[[vaults]]\nid = \"a\"\nroot = \"gone\"\n")
+        .expect_err("missing root");
+    assert_eq!(missing.key(), Some("vaults[0].root"));
+    let served = parse_in(dir.path(), MINIMAL_VAULT).unwrap();
+    assert!(served.vaults.iter().all(|v| v.root.is_dir()));
+}
+
 // r[verify config.acl]
 // r[verify config.conventions]
 #[test]
