@@ -103,16 +103,23 @@ struct Servers {
     sessions: HashMap<Session, Client>,
 }
 
-/// The sessions a run talks through.
+/// The sessions a run talks through (all stdio, caller `stdio`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-enum Session {
+pub enum Session {
+    /// 2025-11-25, no form elicitation, on the server as configured.
     Plain,
+    /// 2026-07-28 with form elicitation.
     Modern,
+    /// 2026-07-28 declaring no elicitation.
     ModernFormless,
     /// A plain client on the server whose ACL lets nothing be written.
     AclDenied,
+    /// A 2026-07-28 client with forms on the server whose ACL lets nothing be written.
+    ModernAclDenied,
     /// A legacy client with forms on the server with the shim.
     Shim,
+    /// A legacy client without forms (at `initialize`) on the server with the shim.
+    ShimFormless,
 }
 
 /// tc-server staged as the model's world. See the module documentation.
@@ -286,8 +293,10 @@ impl ServerSut {
             (Session::Plain, main.clone(), Kind::Plain),
             (Session::Modern, main.clone(), Kind::Modern),
             (Session::ModernFormless, main.clone(), Kind::ModernFormless),
-            (Session::AclDenied, acl, Kind::Plain),
-            (Session::Shim, shim, Kind::LegacyForm),
+            (Session::AclDenied, acl.clone(), Kind::Plain),
+            (Session::ModernAclDenied, acl, Kind::Modern),
+            (Session::Shim, shim.clone(), Kind::LegacyForm),
+            (Session::ShimFormless, shim, Kind::Plain),
         ];
         let sessions = self.runtime.block_on(async {
             let mut sessions = HashMap::new();
@@ -475,6 +484,71 @@ impl ServerSut {
                 Ok(current)
             }
         }
+    }
+}
+
+/// What one hand-driven exchange came to (see [`ServerSut::exchange`]).
+#[derive(Debug)]
+pub struct Exchanged {
+    /// Whether the server sent `elicitation/create` (answered with the given answer).
+    pub prompted: bool,
+    /// The result as JSON (a tool result, or an `input_required` result).
+    pub result: serde_json::Value,
+}
+
+impl ServerSut {
+    /// Sends one `tools/call` with `params` on `session` by hand, answering a prompt the
+    /// server sends meanwhile with `answer`, for tests of one clause. The model is not
+    /// involved: what it changes is not tracked ([`ServerSut::apply`] is the comparison).
+    pub fn exchange(
+        &mut self,
+        session: Session,
+        params: rmcp::model::CallToolRequestParams,
+        answer: tc_model::Answer,
+    ) -> Result<Exchanged, SutError> {
+        use rmcp::model::{CallToolRequest, ClientRequest};
+        let client = self
+            .servers
+            .as_mut()
+            .and_then(|s| s.sessions.get_mut(&session))
+            .ok_or_else(|| SutError::Setup(format!("no {session:?} session")))?;
+        let peer = client.service.peer().clone();
+        let prompts = &mut client.prompts;
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        self.runtime.block_on(async {
+            let mut handle = peer
+                .send_cancellable_request(request, rmcp::service::PeerRequestOptions::no_options())
+                .await
+                .map_err(|e| SutError::Wire(e.to_string()))?;
+            let mut prompted = false;
+            let response = tokio::select! {
+                held = prompts.recv() => {
+                    let held = held.ok_or_else(|| SutError::Wire("the session ended".into()))?;
+                    prompted = true;
+                    let _ = held.answer.send(clients::answer_result(answer));
+                    handle.rx.await
+                }
+                response = &mut handle.rx => response,
+            };
+            let response = response
+                .map_err(|_| SutError::Wire("no response".into()))?
+                .map_err(|e| SutError::Wire(e.to_string()))?;
+            let result =
+                serde_json::to_value(&response).map_err(|e| SutError::Unexpected(e.to_string()))?;
+            Ok(Exchanged { prompted, result })
+        })
+    }
+
+    /// The requestState a raise handed out, as the client echoes it.
+    pub fn request_state(&self, state: tc_model::StateRef) -> Option<&str> {
+        self.states.get(usize::from(state.0)).map(String::as_str)
+    }
+
+    /// The bytes of note `note` of vault `vault` on disk.
+    pub fn note_on_disk(&self, vault: Vault, note: Note) -> Result<String, SutError> {
+        Ok(std::fs::read_to_string(
+            self.vaults[usize::from(vault.0)].join(world::note_path(note)),
+        )?)
     }
 }
 
