@@ -397,3 +397,39 @@ async fn a_call_is_answered_even_when_its_line_cannot_be_written() {
         "the read (the listing is recorded after it answers)"
     );
 }
+
+// r[verify sessions.record.every-call]
+#[tokio::test]
+async fn a_call_through_call_capability_is_recorded_under_the_inner_tool() {
+    let h = Harness::with(|config| {
+        recording(config);
+        config.tool_facade.mode = tc_server::facade::FacadeMode::Lean;
+    });
+    let client = connect(h.core.clone(), modern(Reply::Approve)).await;
+    h.write("a.md", "# A\n");
+    let started = ok(
+        &client,
+        "call_capability",
+        json!({"name": "start_session", "args": {"label": "lean"}}),
+    )
+    .await;
+    let id = started["session"]["session_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    ok(&client, "find_capability", json!({"query": "read notes"})).await;
+    ok(
+        &client,
+        "call_capability",
+        json!({"name": "read_notes", "args": {"paths": ["a.md"]}}),
+    )
+    .await;
+    let lines = trace(&h, &id);
+    let tools: Vec<&str> = lines.iter().map(|l| l["tool"].as_str().unwrap()).collect();
+    assert_eq!(
+        tools,
+        ["read_notes"],
+        "the inner tool; look-ups are not calls of the vault"
+    );
+    assert_eq!(lines[0]["args"], json!({"paths": ["a.md"]}));
+}
