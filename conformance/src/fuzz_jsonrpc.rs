@@ -193,10 +193,13 @@ pub fn jsonrpc_tools_call(data: &[u8]) {
         .collect();
     input.push(b'\n');
     let before = counts(&fixture.core);
-    let lines = fixture
-        .runtime
-        .block_on(session(fixture.core.clone(), input.clone()));
-    check_replies(&input, &lines);
+    let awaited = call_id(&input);
+    let lines = fixture.runtime.block_on(session(
+        fixture.core.clone(),
+        input.clone(),
+        awaited.clone(),
+    ));
+    check_replies(&input, awaited.as_ref(), &lines);
     assert_eq!(
         counts(&fixture.core),
         before,
@@ -213,9 +216,30 @@ fn counts(core: &ServerCore) -> (usize, usize) {
     (count(EventName::Consumed), count(EventName::Minted))
 }
 
+/// The input as text, without the framing's BOM, `\r` and blanks.
+fn input_text(input: &[u8]) -> String {
+    let text = String::from_utf8_lossy(&input[..input.len() - 1]);
+    text.trim_start_matches('\u{feff}')
+        .trim_end_matches('\r')
+        .trim()
+        .to_owned()
+}
+
+/// The id of the `tools/call` request the input is, if it is one.
+fn call_id(input: &[u8]) -> Option<Value> {
+    let message: Value = serde_json::from_str(&input_text(input)).ok()?;
+    let id = &message["id"];
+    let is_call = message["jsonrpc"] == json!("2.0")
+        && message["method"] == json!("tools/call")
+        && (id.is_string() || id.is_i64() || id.is_u64())
+        && *id != json!(SENTINEL);
+    is_call.then(|| id.clone())
+}
+
 /// Handshake, the input, the sentinel; every line the server wrote until it answered the
-/// sentinel, parsed.
-async fn session(core: Arc<ServerCore>, input: Vec<u8>) -> Vec<Value> {
+/// sentinel and, if the input is a `tools/call`, that call (requests are served
+/// concurrently, so the two answers come in either order), parsed.
+async fn session(core: Arc<ServerCore>, input: Vec<u8>, awaited: Option<Value>) -> Vec<Value> {
     let (server_io, client_io) = tokio::io::duplex(1 << 22);
     let (server_read, server_write) = tokio::io::split(server_io);
     let served = tokio::spawn(async move {
@@ -245,11 +269,13 @@ async fn session(core: Arc<ServerCore>, input: Vec<u8>) -> Vec<Value> {
         client_write.write_all(&line_of(&initialized)).await?;
         client_write.write_all(&input).await?;
         client_write.write_all(&line_of(&ping)).await?;
+        let (mut pinged, mut called) = (false, awaited.is_none());
         while let Some(line) = replies.next_line().await? {
             let value = parse(&line);
-            let done = value["id"] == json!(SENTINEL);
+            pinged |= value["id"] == json!(SENTINEL);
+            called |= awaited.as_ref().is_some_and(|id| value["id"] == *id);
             lines.push(value);
-            if done {
+            if pinged && called {
                 break;
             }
         }
@@ -258,7 +284,10 @@ async fn session(core: Arc<ServerCore>, input: Vec<u8>) -> Vec<Value> {
     match tokio::time::timeout(PATIENCE, exchange).await {
         Ok(Ok(())) => {}
         Ok(Err(e)) => panic!("the session broke: {e}"),
-        Err(_) => panic!("the server did not answer the ping after the input"),
+        Err(_) => panic!(
+            "the server did not answer the ping after the input, or the tools/call itself: \
+             {lines:?}"
+        ),
     }
     drop(client_write);
     served.abort();
@@ -270,24 +299,20 @@ fn parse(line: &str) -> Value {
         .unwrap_or_else(|e| panic!("the server wrote a line that is not JSON ({e}): {line:?}"))
 }
 
-fn check_replies(input: &[u8], lines: &[Value]) {
+fn check_replies(input: &[u8], awaited: Option<&Value>, lines: &[Value]) {
     assert!(
         lines
-            .last()
-            .is_some_and(|l| l["id"] == json!(SENTINEL) && l.get("result").is_some()),
+            .iter()
+            .any(|l| l["id"] == json!(SENTINEL) && l.get("result").is_some()),
         "the sentinel ping was not answered: {lines:?}"
     );
     // Replies after the handshake's.
     let replies = &lines[1..];
-    let text = String::from_utf8_lossy(&input[..input.len() - 1]);
-    let trimmed = text
-        .trim_start_matches('\u{feff}')
-        .trim_end_matches('\r')
-        .trim();
-    if trimmed.is_empty() {
+    let text = input_text(input);
+    if text.is_empty() {
         return;
     }
-    let Ok(message) = serde_json::from_str::<Value>(trimmed) else {
+    if serde_json::from_str::<Value>(&text).is_err() {
         if std::str::from_utf8(input).is_ok() {
             assert!(
                 replies
@@ -297,15 +322,10 @@ fn check_replies(input: &[u8], lines: &[Value]) {
             );
         }
         return;
-    };
-    let id = &message["id"];
-    let is_call = message["jsonrpc"] == json!("2.0")
-        && message["method"] == json!("tools/call")
-        && (id.is_string() || id.is_i64() || id.is_u64())
-        && *id != json!(SENTINEL);
-    if !is_call {
-        return;
     }
+    let Some(id) = awaited else {
+        return;
+    };
     let answers: Vec<&Value> = replies.iter().filter(|r| r["id"] == *id).collect();
     assert_eq!(
         answers.len(),

@@ -71,3 +71,10 @@ fn lifecycle_seeds() {
 fn summary_render_seeds() {
     replay("summary_render", fuzz_bodies::summary_render);
 }
+
+// r[verify cli.serve.stdio-parse-error]
+// r[verify dispatch.unknown-tool]
+#[test]
+fn jsonrpc_tools_call_seeds() {
+    replay("jsonrpc_tools_call", fuzz_bodies::jsonrpc_tools_call);
+}

@@ -356,3 +356,49 @@ fn no_session_argument_or_configuration_lowers_the_floor() {
     assert_eq!(consumed, 0, "no handler ran on an approval");
     let _ = StateRef(0);
 }
+
+// r[verify auth.caller-visible]
+#[test]
+fn a_refusal_names_only_the_callers_own_id() {
+    let config = ModelConfig {
+        callers: 2,
+        ..config(RequestStateMode::Replayable)
+    };
+    let mut sut = ServerSut::new(config, &parent(), 7).unwrap();
+    let call = |caller: u8| Call {
+        caller: tc_model::Caller(caller),
+        ..WRITE
+    };
+    // Each caller raises the same call first, so a refusal could name the other.
+    let mut texts = Vec::new();
+    for caller in [0u8, 1, 0, 1] {
+        let answered = sut
+            .exchange_as(
+                tc_model::Caller(caller),
+                Session::Plain,
+                params(&call(caller)),
+                Answer::Decline,
+            )
+            .unwrap();
+        assert_eq!(code(&answered.result), Some("elicit_required"));
+        texts.push((caller, answered.result));
+    }
+    for (caller, result) in texts {
+        let own = world::caller_id(tc_model::Caller(caller));
+        let other = world::caller_id(tc_model::Caller(1 - caller));
+        let shown = format!(
+            "{}\n{}",
+            result["content"][0]["text"].as_str().unwrap_or_default(),
+            result["structuredContent"]["recovery"]
+        );
+        assert!(
+            shown.contains(&format!("--caller {own}")),
+            "caller {own} is told to approve as itself: {shown}"
+        );
+        assert!(
+            !shown.contains(&format!("--caller {other}"))
+                && !shown.contains(&format!("\"{other}\"")),
+            "caller {own} is shown {other}: {shown}"
+        );
+    }
+}

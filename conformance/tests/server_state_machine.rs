@@ -1,7 +1,8 @@
 //! proptest-state-machine against the product (DESIGN.md §3): the reference machine is
 //! tc-model's [`GateModel`], the system under test is tc-server in process
-//! ([`ServerSut`]: the MCP dispatch over stdio sessions of both eras, the CLI's mint code,
-//! real vaults, cache.db on disk), and after every transition the outcome as the wire shows
+//! ([`ServerSut`]: the MCP dispatch over stdio sessions of both eras for `stdio` and
+//! Streamable HTTP sessions for a JWT caller, the CLI's mint code, real vaults, cache.db on
+//! disk), and after every transition the outcome as the wire shows
 //! it, the notes on disk and the events in cache.db must be the model's.
 //!
 //! Only the actions the server has a counterpart for are generated ([`Mapping`] is the
@@ -37,12 +38,13 @@ fn handle(max: u8) -> impl Strategy<Value = u8> {
 
 fn call() -> impl Strategy<Value = Call> {
     (
+        handle(2),
         handle(3),
         select(vec![Tool::DeleteNote, Tool::ExecuteCommand]),
         handle(3),
     )
-        .prop_map(|(vault, tool, args)| Call {
-            caller: Caller(0),
+        .prop_map(|(caller, vault, tool, args)| Call {
+            caller: Caller(caller),
             vault: Vault(vault),
             tool,
             args: Args(args),
@@ -133,7 +135,7 @@ impl<const SINGLE_USE: bool> ReferenceStateMachine for ServerReference<SINGLE_US
         (1u8..=3, 1u8..=2)
             .prop_map(move |(ttl_ticks, notes)| Reference {
                 model: GateModel::new(ModelConfig {
-                    callers: 1,
+                    callers: 2,
                     vaults: 2,
                     notes,
                     ttl_ticks,
@@ -298,6 +300,7 @@ fn the_generated_sequences_reach_every_kind_of_outcome() {
         "re-raised AlreadySpent",
         "re-raised UnknownToken",
         "re-raised InvalidState",
+        "re-raised WrongCaller",
         "CallCancelled",
         "mint refused NoRaise",
         "mint refused StaleStateFp",

@@ -124,6 +124,26 @@ pub async fn connect(core: Arc<ServerCore>, kind: Kind) -> Result<Client, String
             let _ = running.waiting().await;
         }
     });
+    start(client_io, kind).await
+}
+
+/// Connects a client of `kind` to the Streamable HTTP endpoint `url` with the bearer token
+/// `bearer` (spec/auth.md `auth.jwt.caller`).
+pub async fn connect_http(url: &str, bearer: String, kind: Kind) -> Result<Client, String> {
+    use rmcp::transport::StreamableHttpClientTransport;
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    let transport = StreamableHttpClientTransport::from_config(
+        StreamableHttpClientTransportConfig::with_uri(url.to_owned()).auth_header(bearer),
+    );
+    start(transport, kind).await
+}
+
+async fn start<T, E, A>(transport: T, kind: Kind) -> Result<Client, String>
+where
+    T: rmcp::transport::IntoTransport<RoleClient, E, A>,
+    E: std::error::Error + Send + Sync + 'static,
+{
+    let client_io = transport;
     let mut capabilities = ClientCapabilities::default();
     if kind.form() {
         capabilities.elicitation = Some(ElicitationCapability::new());

@@ -27,9 +27,6 @@ impl Mapping {
     /// Whether `action` can be executed in the model state `before`; if so, it is recorded.
     pub fn admit(&mut self, before: &GateModel, action: &Action) -> bool {
         let config = before.config();
-        if config.callers != 1 {
-            return false;
-        }
         let action = action.normalized(config);
         let calls_update_task = match action {
             Action::Raise { call, .. }
@@ -53,6 +50,7 @@ impl Mapping {
                 return false;
             }
             Action::Reopen if !before.prompts().is_empty() => return false,
+            Action::ShimPrompt { call } if call.caller.0 != 0 => return false,
             _ => {}
         }
         let mut after = before.clone();

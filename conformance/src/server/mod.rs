@@ -31,7 +31,7 @@
 //! for are refused as [`SutError::Unsupported`] before anything runs ([`compare::Mapping`]
 //! says which): `update_task` (it asks for a confirmation only when it reopens a task done
 //! long ago, so a second call is not gated), custom verifiers (the server has no
-//! `verifyElicit` hook), callers other than `stdio`, the stages no local stand-in can
+//! `verifyElicit` hook), the shim for an HTTP caller (it is stdio-only), the stages no local stand-in can
 //! arrange, an answer to a shim prompt after its TTL (the shim waits on tokio's timer, not
 //! on the server's clock), a reopen while a prompt is open (a restart ends the session), and
 //! a second application of the path tool to one note (`write_note` writes the same text each
@@ -97,10 +97,13 @@ struct RaiseHistory {
     superseded: Option<String>,
 }
 
-/// The servers of one incarnation (until a reopen) and a session on each.
+/// The servers of one incarnation (until a reopen) and the sessions on them, by kind and
+/// caller.
 struct Servers {
     main: Arc<ServerCore>,
-    sessions: HashMap<Session, Client>,
+    sessions: HashMap<(Session, u8), Client>,
+    /// The HTTP listeners' tasks, aborted when the incarnation ends.
+    http: Vec<tokio::task::JoinHandle<()>>,
 }
 
 /// The sessions a run talks through (all stdio, caller `stdio`).
@@ -165,12 +168,6 @@ impl ServerSut {
     /// A server over fresh vaults and cacheDir under `parent` (use a tmpfs such as `/dev/shm`
     /// where there is one: cache.db syncs every commit).
     pub fn new(config: ModelConfig, parent: &Path, seed: u64) -> Result<Self, SutError> {
-        if config.callers != 1 {
-            return Err(SutError::Unsupported(format!(
-                "{} callers: over stdio every request comes from the one caller `stdio`",
-                config.callers
-            )));
-        }
         let root = tempfile::Builder::new()
             .prefix("tc-conformance-server-")
             .tempdir_in(parent)?;
@@ -289,24 +286,56 @@ impl ServerSut {
         let main = build(Variant::Main, false)?;
         let acl = build(Variant::AclDenied, false)?;
         let shim = build(Variant::Main, true)?;
-        let plan = [
+        let stdio = [
             (Session::Plain, main.clone(), Kind::Plain),
             (Session::Modern, main.clone(), Kind::Modern),
             (Session::ModernFormless, main.clone(), Kind::ModernFormless),
             (Session::AclDenied, acl.clone(), Kind::Plain),
-            (Session::ModernAclDenied, acl, Kind::Modern),
+            (Session::ModernAclDenied, acl.clone(), Kind::Modern),
             (Session::Shim, shim.clone(), Kind::LegacyForm),
             (Session::ShimFormless, shim, Kind::Plain),
         ];
-        let sessions = self.runtime.block_on(async {
+        let http_kinds = [
+            (Session::Plain, Kind::Plain, false),
+            (Session::Modern, Kind::Modern, false),
+            (Session::ModernFormless, Kind::ModernFormless, false),
+            (Session::AclDenied, Kind::Plain, true),
+            (Session::ModernAclDenied, Kind::Modern, true),
+        ];
+        let callers = self.config.callers.max(1);
+        let auth_config = self.configs[&Variant::Main].auth.clone();
+        let started = self.runtime.block_on(async {
             let mut sessions = HashMap::new();
-            for (session, core, kind) in plan {
-                sessions.insert(session, clients::connect(core, kind).await?);
+            for (session, core, kind) in stdio {
+                sessions.insert((session, 0), clients::connect(core, kind).await?);
             }
-            Ok::<_, String>(sessions)
+            let mut http = Vec::new();
+            if callers > 1 {
+                let _ = rustls::crypto::ring::default_provider().install_default();
+                let auth = Arc::new(
+                    tc_server::auth::Authenticator::from_config(&auth_config)
+                        .map_err(|e| format!("the authenticator: {e}"))?,
+                );
+                let (main_url, main_task) = serve_http(main.clone(), auth.clone()).await?;
+                let (acl_url, acl_task) = serve_http(acl, auth).await?;
+                http.extend([main_task, acl_task]);
+                for caller in 1..callers {
+                    let bearer = bearer_for(&world::caller_id(tc_model::Caller(caller)))?;
+                    for (session, kind, on_acl) in http_kinds {
+                        let url = if on_acl { &acl_url } else { &main_url };
+                        let client = clients::connect_http(url, bearer.clone(), kind).await?;
+                        sessions.insert((session, caller), client);
+                    }
+                }
+            }
+            Ok::<_, String>((sessions, http))
         });
-        let sessions = sessions.map_err(SutError::Setup)?;
-        self.servers = Some(Servers { main, sessions });
+        let (sessions, http) = started.map_err(SutError::Setup)?;
+        self.servers = Some(Servers {
+            main,
+            sessions,
+            http,
+        });
         Ok(())
     }
 
@@ -352,6 +381,9 @@ impl ServerSut {
                         for (_, client) in servers.sessions {
                             let _ = client.service.cancel().await;
                         }
+                        for task in servers.http {
+                            task.abort();
+                        }
                         drop(servers.main);
                     });
                 }
@@ -380,10 +412,11 @@ impl ServerSut {
                 )));
             }
             if let Some(hash) = &event.caller_hash
-                && *hash != tc_gate::caller_hash(world::CALLER)
+                && !(0..self.config.callers.max(1))
+                    .any(|n| *hash == tc_gate::caller_hash(&world::caller_id(tc_model::Caller(n))))
             {
                 return Err(SutError::Unexpected(format!(
-                    "event {} carries caller {hash:?}, not the hash of `stdio`",
+                    "event {} carries caller {hash:?}, not the hash of a caller",
                     event.name
                 )));
             }
@@ -506,11 +539,22 @@ impl ServerSut {
         params: rmcp::model::CallToolRequestParams,
         answer: tc_model::Answer,
     ) -> Result<Exchanged, SutError> {
+        self.exchange_as(tc_model::Caller(0), session, params, answer)
+    }
+
+    /// [`ServerSut::exchange`] as `caller` (over HTTP for a caller other than 0).
+    pub fn exchange_as(
+        &mut self,
+        caller: tc_model::Caller,
+        session: Session,
+        params: rmcp::model::CallToolRequestParams,
+        answer: tc_model::Answer,
+    ) -> Result<Exchanged, SutError> {
         use rmcp::model::{CallToolRequest, ClientRequest};
         let client = self
             .servers
             .as_mut()
-            .and_then(|s| s.sessions.get_mut(&session))
+            .and_then(|s| s.sessions.get_mut(&(session, caller.0)))
             .ok_or_else(|| SutError::Setup(format!("no {session:?} session")))?;
         let peer = client.service.peer().clone();
         let prompts = &mut client.prompts;
@@ -550,6 +594,37 @@ impl ServerSut {
             self.vaults[usize::from(vault.0)].join(world::note_path(note)),
         )?)
     }
+}
+
+/// Serves `core`'s Streamable HTTP app on 127.0.0.1 (an ephemeral port): its /mcp URL.
+async fn serve_http(
+    core: Arc<ServerCore>,
+    auth: Arc<tc_server::auth::Authenticator>,
+) -> Result<(String, tokio::task::JoinHandle<()>), String> {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .map_err(|e| format!("binding 127.0.0.1: {e}"))?;
+    let bound = listener.local_addr().map_err(|e| e.to_string())?;
+    let app = tc_server::serve::http_app(core, auth, bound);
+    let task = tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    Ok((format!("http://{bound}/mcp"), task))
+}
+
+/// A bearer token for `sub` with every scope, signed with the config's secret, valid for
+/// an hour of wall time (the server checks `exp` on the system clock).
+fn bearer_for(sub: &str) -> Result<String, String> {
+    use jsonwebtoken::{Algorithm, EncodingKey, Header};
+    let now = jsonwebtoken::get_current_timestamp();
+    let key = EncodingKey::from_secret(world::JWT_SECRET.as_bytes())
+        .map_err(|e| format!("the signing key: {e}"))?;
+    jsonwebtoken::encode(
+        &Header::new(Algorithm::HS256),
+        &serde_json::json!({"sub": sub, "scope": "*", "iat": now, "exp": now + 3600}),
+        &key,
+    )
+    .map_err(|e| format!("signing a bearer token: {e}"))
 }
 
 /// Handles saturate at 255, as the model's do.

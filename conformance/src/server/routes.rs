@@ -15,13 +15,13 @@ use tc_gate::request_state::split_presented;
 use tc_gate::{CallBinding, MintError};
 use tc_model::clause;
 use tc_model::{
-    Answer, Call, FpChoice, Outcome, PromptRef, Refusal, RefusalKind, Stage, StateRef, Tok, Tool,
-    Verifier,
+    Answer, Call, Caller, FpChoice, Outcome, PromptRef, Refusal, RefusalKind, Stage, StateRef, Tok,
+    Tool, Verifier,
 };
 use tc_server::approve::{self, ApproveError, MintRequest};
 
 use super::clients::{PATIENCE, answer_result};
-use super::world::{self, CALLER};
+use super::world;
 use super::{OpenPrompt, RaiseHistory, ServerSut, Session, SutError, index_u8};
 
 /// A token string no mint returns.
@@ -127,11 +127,11 @@ fn unsupported_tool(call: &Call) -> SutError {
 }
 
 impl ServerSut {
-    fn session(&self, session: Session) -> Result<&super::Client, SutError> {
+    fn session(&self, session: Session, caller: Caller) -> Result<&super::Client, SutError> {
         self.servers
             .as_ref()
-            .and_then(|s| s.sessions.get(&session))
-            .ok_or_else(|| SutError::Setup(format!("no {session:?} session")))
+            .and_then(|s| s.sessions.get(&(session, caller.0)))
+            .ok_or_else(|| SutError::Setup(format!("no {session:?} session for {caller:?}")))
     }
 
     fn arguments(call: &Call) -> Result<serde_json::Map<String, Value>, SutError> {
@@ -145,9 +145,14 @@ impl ServerSut {
         world::tool_name(call.tool).ok_or_else(|| unsupported_tool(call))
     }
 
-    /// One `tools/call` round (no automatic retries) on `session`.
-    fn send(&self, session: Session, params: CallToolRequestParams) -> Result<Answered, SutError> {
-        let client = &self.session(session)?.service;
+    /// One `tools/call` round (no automatic retries) on `session` of the call's caller.
+    fn send(
+        &self,
+        session: Session,
+        call: &Call,
+        params: CallToolRequestParams,
+    ) -> Result<Answered, SutError> {
+        let client = &self.session(session, call.caller)?.service;
         let response = self
             .runtime
             .block_on(client.call_tool_once(params))
@@ -200,7 +205,11 @@ impl ServerSut {
         let retained = self
             .core()?
             .gate()
-            .raised_request(&world::vault_id(call.vault), &hash, CALLER)?
+            .raised_request(
+                &world::vault_id(call.vault),
+                &hash,
+                &world::caller_id(call.caller),
+            )?
             .ok_or_else(|| {
                 SutError::Unexpected(format!("no raised request after raising {call}"))
             })?;
@@ -273,7 +282,7 @@ impl ServerSut {
         } else {
             Session::Plain
         };
-        let answered = self.send(session, Self::params(call)?)?;
+        let answered = self.send(session, call, Self::params(call)?)?;
         let (state_fp, request_state, _) =
             self.raised(call, answered, "a call without approval")?;
         Ok(Outcome::Raised {
@@ -292,10 +301,11 @@ impl ServerSut {
         hash: &str,
     ) -> Result<Option<String>, SutError> {
         let never = || tc_conformance_never_stored();
-        let retained =
-            self.core()?
-                .gate()
-                .raised_request(&world::vault_id(call.vault), hash, CALLER)?;
+        let retained = self.core()?.gate().raised_request(
+            &world::vault_id(call.vault),
+            hash,
+            &world::caller_id(call.caller),
+        )?;
         Ok(match choice {
             FpChoice::Omitted => None,
             FpChoice::Unknown => Some(never()),
@@ -332,11 +342,12 @@ impl ServerSut {
             self.entropy.clone(),
         )
         .map_err(|e| SutError::Setup(e.to_string()))?;
+        let caller = world::caller_id(call.caller);
         let request = MintRequest {
             vault: Some(&vault),
             tool,
             args_hash: &hash,
-            caller: CALLER,
+            caller: &caller,
             state_fp: flag.as_deref(),
         };
         match approve::mint(config, &gate, &request) {
@@ -362,11 +373,12 @@ impl ServerSut {
         let tool = Self::tool_name(call)?;
         let hash = self.args_hash(call)?;
         let vault = world::vault_id(call.vault);
+        let caller = world::caller_id(call.caller);
         let binding = CallBinding {
             vault: &vault,
             tool,
             args_hash: &hash,
-            caller: CALLER,
+            caller: &caller,
         };
         let issued = self.core()?.gate().issue_unbound(&binding)?;
         self.tokens.push(issued.token.expose().to_owned());
@@ -398,7 +410,7 @@ impl ServerSut {
         if failing {
             self.obsidian.behave(|b| b.status = Some(500));
         }
-        let answered = self.send(session, params);
+        let answered = self.send(session, call, params);
         if failing {
             self.obsidian.behave(|b| b.status = None);
         }
@@ -462,7 +474,7 @@ impl ServerSut {
         } else {
             Session::ModernFormless
         };
-        match self.send(session, params)? {
+        match self.send(session, call, params)? {
             Answered::Success => {
                 self.took_effect(call);
                 Ok(Outcome::Applied)
@@ -487,13 +499,18 @@ impl ServerSut {
     // ----- the legacy stdio shim ---------------------------------------------------------------
 
     pub(super) fn shim_prompt(&mut self, call: &Call) -> Result<Outcome, SutError> {
+        if call.caller.0 != 0 {
+            return Err(SutError::Unsupported(
+                "the legacy shim of an HTTP caller: the shim is stdio-only".into(),
+            ));
+        }
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(Self::params(call)?));
         let now = self.now();
         let opened = {
             let client = self
                 .servers
                 .as_mut()
-                .and_then(|s| s.sessions.get_mut(&Session::Shim));
+                .and_then(|s| s.sessions.get_mut(&(Session::Shim, 0)));
             let client = client.ok_or_else(|| SutError::Setup("no shim session".into()))?;
             let peer = client.service.peer().clone();
             let prompts = &mut client.prompts;
@@ -519,7 +536,11 @@ impl ServerSut {
         let raised = self
             .core()?
             .gate()
-            .raised_request(&world::vault_id(call.vault), &hash, CALLER)?
+            .raised_request(
+                &world::vault_id(call.vault),
+                &hash,
+                &world::caller_id(call.caller),
+            )?
             .ok_or_else(|| SutError::Unexpected("the shim prompted without a raise".into()))?;
         let state_fp = self.name_fp(call, raised.state_fp.as_str())?;
         self.remember_raise(call)?;

@@ -2,8 +2,9 @@
 //! secrets"; spec/drift.md `drift.path-fingerprint`, `drift.none-empty`).
 //!
 //! - `Vault(n)` is the configured vault `"v<n>"`, a real folder; every vault has the same
-//!   configuration. Over stdio the caller is always `stdio`, so the comparison runs with one
-//!   caller (`ModelConfig::callers == 1`).
+//!   configuration. `Caller(0)` is `stdio` and talks over stdio sessions; `Caller(n)` for
+//!   `n > 0` is the JWT subject `c<n>` and talks over Streamable HTTP (`auth.mode = "jwt"`
+//!   with an HS256 secret), where the legacy shim does not exist.
 //! - The path tool (the model's `delete_note`, "always gated, bound to its path target") is
 //!   `write_note` replacing the whole note `n<n>.md` (`Args(n)`), which is gated on a note
 //!   that is not empty; its effect is the note holding [`written`]. Every note starts with
@@ -25,8 +26,21 @@ use std::path::Path;
 use serde_json::{Value, json};
 use tc_model::{Call, Note, Tool, Vault};
 
-/// The caller of every stdio request.
+/// The caller of every stdio request (the model's `Caller(0)`).
 pub const CALLER: &str = "stdio";
+
+/// The HS256 secret the HTTP sessions' bearer tokens are signed with.
+pub const JWT_SECRET: &str = "tc-conformance: an hs256 secret of 32 bytes or more";
+
+/// The caller id of a model caller: `Caller(0)` is `stdio` (its sessions are stdio),
+/// `Caller(n)` is the JWT subject `c<n>` (its sessions are Streamable HTTP).
+pub fn caller_id(caller: tc_model::Caller) -> String {
+    if caller.0 == 0 {
+        CALLER.to_owned()
+    } else {
+        format!("c{}", caller.0)
+    }
+}
 
 /// The commands the vaults allow, by argument variant.
 const COMMANDS: [&str; 2] = ["editor:toggle-bold", "app:reload"];
@@ -112,7 +126,7 @@ pub fn config_text(
 ) -> String {
     let mut text = format!(
         "elicitTtlSeconds = {ttl_seconds}\nrequestStateSingleUse = {single_use}\n\n\
-         [search]\nenabled = false\n"
+         [search]\nenabled = false\n\n[auth]\nmode = \"jwt\"\njwtSecret = {JWT_SECRET:?}\n"
     );
     for (index, root) in places.vaults.iter().enumerate() {
         let _ = write!(
