@@ -55,19 +55,17 @@ impl Sessions {
         if NOT_RECORDED.contains(&call.tool) {
             return Ok(None);
         }
+        // Calls of callers without an open session (most calls) never wait on the lock.
+        let Some(session) = store::open_of(&self.db().lock(), call.caller, call.vault)? else {
+            return Ok(None);
+        };
         let _order = self
             .appending
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        let (session, n) = {
-            let conn = self.db().lock();
-            let Some(session) = store::open_of(&conn, call.caller, call.vault)? else {
-                return Ok(None);
-            };
-            let Some(n) = store::next_call(&conn, &session.id)? else {
-                return Ok(None);
-            };
-            (session, n)
+        // Counted only while the session is still open (an end_session may have come first).
+        let Some(n) = store::next_call(&self.db().lock(), &session.id)? else {
+            return Ok(None);
         };
         let now = self.now_ms();
         let kept = if self.config().trace_content {
