@@ -410,3 +410,29 @@ fn a_report_over_the_cap_lists_the_first_calls_and_counts_the_rest() {
     let status = &report["calls"][0]["recorded"]["status"];
     assert_eq!(status, &json!(CallStatus::Ok.as_str()));
 }
+
+#[test]
+fn every_result_satisfies_its_output_schema() {
+    let fx = Fx::new();
+    open(&fx);
+    let listed = fx.call("list_sessions", json!({})).unwrap();
+    let ended = fx
+        .call("end_session", json!({"session_id": SESSION}))
+        .unwrap();
+    let started = fx.call("start_session", json!({"label": "next"})).unwrap();
+    let report = rerun(&fx, json!({}));
+    for (tool, result) in [
+        ("list_sessions", listed),
+        ("end_session", ended),
+        ("start_session", started),
+        ("session_rerun", report),
+    ] {
+        let def = fx.pipeline.registry().get(tool).unwrap();
+        let validator = jsonschema::validator_for(&def.output_schema).unwrap();
+        let errors: Vec<String> = validator
+            .iter_errors(&result)
+            .map(|e| e.to_string())
+            .collect();
+        assert!(errors.is_empty(), "{tool}: {errors:?}\n{result}");
+    }
+}
