@@ -433,3 +433,48 @@ async fn a_call_through_call_capability_is_recorded_under_the_inner_tool() {
     );
     assert_eq!(lines[0]["args"], json!({"paths": ["a.md"]}));
 }
+
+// r[verify drift.bind.session-rerun]
+#[tokio::test]
+async fn a_stale_session_rerun_through_call_capability_is_replay_drift() {
+    let h = Harness::with(|config| {
+        recording(config);
+        config.tool_facade.mode = tc_server::facade::FacadeMode::Lean;
+    });
+    let client = connect(h.core.clone(), legacy(Reply::Approve)).await;
+    let through = |name: &str, args: Value| json!({"name": name, "args": args});
+    let started = ok(
+        &client,
+        "call_capability",
+        through("start_session", json!({})),
+    )
+    .await;
+    let id = started["session"]["session_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    ok(&client, "call_capability", through("list_notes", json!({}))).await;
+    ok(
+        &client,
+        "call_capability",
+        through("end_session", json!({"session_id": id})),
+    )
+    .await;
+    let rerun = through("session_rerun", json!({"session_id": id}));
+    let refused = failure(&call(&client, "call_capability", rerun.clone()).await);
+    assert_eq!(refused["code"], "elicit_required");
+    assert_eq!(refused["details"]["tool"], "session_rerun");
+    let token = h.mint(&refused, "stdio");
+    append_by_hand(&h, &id);
+    let mut with_token = rerun.clone();
+    with_token["elicit_token"] = json!(token);
+    let stale = failure(&call(&client, "call_capability", with_token).await);
+    assert_eq!(stale["code"], "replay_drift");
+    // A fresh token for the trace as it is now runs the re-run.
+    let refused = failure(&call(&client, "call_capability", rerun.clone()).await);
+    let token = h.mint(&refused, "stdio");
+    let mut with_token = rerun;
+    with_token["elicit_token"] = json!(token);
+    let report = ok(&client, "call_capability", with_token).await;
+    assert_eq!(report["summary"]["total"], 2);
+}
