@@ -1,6 +1,15 @@
-//! The system under test: tc-gate driven by the model's [`Action`]s, answering with the model's
-//! [`Outcome`]s so the two can be compared (DESIGN.md §3; the clauses of
+//! The gate-level system under test: tc-gate driven by the model's [`Action`]s, answering with
+//! the model's [`Outcome`]s so the two can be compared (DESIGN.md §3; the clauses of
 //! spec/gate.md, release.md, drift.md, state.md and trips.md that tc-model's refusals name).
+//!
+//! The product itself is compared by [`crate::server::ServerSut`]. This one stays for the
+//! model's actions the server has no counterpart for, which only the gate's own API can
+//! stage: custom `verifyElicit` hooks with and without `release` (the server has no such
+//! configuration), `update_task`'s confirmation checked in its handler (the real tool asks
+//! only when it reopens a task done long ago, so a second call is not gated), the stages no
+//! local stand-in arranges (a cancellation before the handler, a write-gate refusal after the
+//! gate, a companion timeout, a handler error, a fault after return), and sequences that apply
+//! one note twice (the real path tool writes the same text each time).
 //!
 //! [`Sut`] plays the server around the gate: it keeps the vault's notes (their versions), a
 //! [`ManualClock`] whose tick is one second with `elicitTtlSeconds = ttl_ticks` (so the model's

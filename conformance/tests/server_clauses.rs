@@ -2,8 +2,12 @@
 //! events stage (spec/dispatch.md `dispatch.events`), a raise behind either answer
 //! (spec/gate.md `gate.raise.any-answer`), a consumed single-use requestState never given
 //! back (spec/state.md `state.ext.no-release`), the round trip chosen from each request's own
-//! capabilities (spec/trips.md `trip.capabilities-per-request`), and the confirmation floors
-//! no configuration, argument or capability lowers (spec/floors.md `floors.hardcoded`).
+//! capabilities (spec/trips.md `trip.capabilities-per-request`), the confirmation floors
+//! no configuration, argument or capability lowers (spec/floors.md `floors.hardcoded`), a
+//! refusal naming only the caller's own id on stdio and HTTP (spec/auth.md
+//! `auth.caller-visible`), one governor on both transports (spec/governor.md
+//! `governor.shared`), and the replay window of `auth.mode = "none"` (spec/state.md
+//! `state.replay.local-caller`).
 //!
 //! The steps that the model has words for go through [`check_step`], so the model's answer
 //! is compared too; the rest are single exchanges by hand ([`ServerSut::exchange`]).
@@ -401,4 +405,120 @@ fn a_refusal_names_only_the_callers_own_id() {
             "caller {own} is shown {other}: {shown}"
         );
     }
+}
+
+// r[verify governor.shared]
+#[test]
+fn one_governor_bounds_every_tool_on_both_transports() {
+    const CAP: usize = 1_000_000;
+    let config = ModelConfig {
+        callers: 2,
+        ..config(RequestStateMode::Replayable)
+    };
+    let mut sut = ServerSut::new(config, &parent(), 7).unwrap();
+    // A note bigger than the cap, and a folder of many notes.
+    let vault = sut.vault_dir(Vault(0)).to_path_buf();
+    std::fs::write(vault.join("big.md"), "word ".repeat(300_000)).unwrap();
+    std::fs::create_dir_all(vault.join("many")).unwrap();
+    for n in 0..400 {
+        std::fs::write(vault.join(format!("many/{n}.md")), "line\n".repeat(1_000)).unwrap();
+    }
+    let calls = [
+        ("read_notes", json!({"vault": "v0", "paths": ["big.md"]})),
+        ("read_notes", json!({"vault": "v0", "folder": "many"})),
+        ("list_notes", json!({"vault": "v0", "folder": "many"})),
+        (
+            "write_note",
+            json!({"vault": "v0", "path": "n0.md", "content": "x".repeat(CAP)}),
+        ),
+    ];
+    let mut largest = 0;
+    for (tool, arguments) in calls {
+        let params = CallToolRequestParams::new(tool).with_arguments(match arguments {
+            Value::Object(map) => map,
+            _ => unreachable!(),
+        });
+        let mut answers = Vec::new();
+        for caller in [0u8, 1] {
+            let answered = sut
+                .exchange_as(
+                    tc_model::Caller(caller),
+                    Session::Plain,
+                    params.clone(),
+                    Answer::Decline,
+                )
+                .unwrap();
+            let size = answered.result["structuredContent"].to_string().len()
+                + answered.result["content"].to_string().len();
+            assert!(
+                size <= CAP,
+                "{tool} for caller {caller}: {size} bytes as sent (structuredContent and text)"
+            );
+            largest = largest.max(size);
+            answers.push(answered.result);
+        }
+        // The same governor: the same kind of answer on stdio and on HTTP.
+        let shape = |r: &Value| (r["isError"].clone(), code(r).map(str::to_owned));
+        assert_eq!(
+            shape(&answers[0]),
+            shape(&answers[1]),
+            "{tool}: {answers:?}"
+        );
+    }
+}
+
+fn approve_responses() -> rmcp::model::InputResponses {
+    let mut responses = rmcp::model::InputResponses::new();
+    responses.insert(
+        "confirm".to_owned(),
+        serde_json::to_value(tc_conformance::server::clients::answer_result(
+            Answer::Accept { approve: true },
+        ))
+        .unwrap(),
+    );
+    responses
+}
+
+// r[verify state.replay.local-caller]
+#[test]
+fn under_auth_none_any_local_process_replays_a_captured_state_within_its_ttl() {
+    use rmcp::model::CallToolResponse;
+    use tc_conformance::server::Kind;
+    let mut sut = ServerSut::new(config(RequestStateMode::Replayable), &parent(), 7).unwrap();
+    let none = tc_server::config::AuthConfig::default();
+    assert_eq!(none.mode, tc_server::config::AuthMode::None);
+    let asker = sut.http_session(&none, None, Kind::Modern).unwrap();
+    let other = sut.http_session(&none, None, Kind::Modern).unwrap();
+    let state = match sut
+        .block_on(asker.service.call_tool_once(params(&COMMAND)))
+        .unwrap()
+    {
+        CallToolResponse::InputRequired(asked) => asked.request_state.unwrap(),
+        other => panic!("expected input_required, got {other:?}"),
+    };
+    // Another local process that captured the state replays it, twice, within the TTL.
+    for sent in 1..=2 {
+        let replay = params(&COMMAND)
+            .with_request_state(state.clone())
+            .with_input_responses(approve_responses());
+        match sut.block_on(other.service.call_tool_once(replay)).unwrap() {
+            CallToolResponse::Complete(result) => {
+                assert_ne!(result.is_error, Some(true), "{result:?}");
+            }
+            other => panic!("expected the command to run, got {other:?}"),
+        }
+        assert_eq!(sut.commands().0, sent, "the command ran once per replay");
+    }
+    // Past the TTL the same state approves nothing.
+    for _ in 0..3 {
+        sut.apply(&Action::AdvanceClock).unwrap();
+    }
+    let late = params(&COMMAND)
+        .with_request_state(state)
+        .with_input_responses(approve_responses());
+    assert!(matches!(
+        sut.block_on(other.service.call_tool_once(late)).unwrap(),
+        CallToolResponse::InputRequired(_)
+    ));
+    assert_eq!(sut.commands().0, 2);
 }

@@ -138,6 +138,14 @@ pub async fn connect_http(url: &str, bearer: String, kind: Kind) -> Result<Clien
     start(transport, kind).await
 }
 
+/// Connects a client of `kind` to the Streamable HTTP endpoint `url` without credentials
+/// (`auth.mode = "none"`).
+pub async fn connect_http_anonymous(url: &str, kind: Kind) -> Result<Client, String> {
+    use rmcp::transport::StreamableHttpClientTransport;
+    let transport = StreamableHttpClientTransport::from_uri(url.to_owned());
+    start(transport, kind).await
+}
+
 async fn start<T, E, A>(transport: T, kind: Kind) -> Result<Client, String>
 where
     T: rmcp::transport::IntoTransport<RoleClient, E, A>,

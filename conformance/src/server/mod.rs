@@ -55,7 +55,7 @@ use tc_server::config::Config;
 use tc_server::dispatch::{CoreParts, ServerCore};
 use tc_server::metrics::Metrics;
 
-use self::clients::{Client, Kind};
+pub use self::clients::{Client, Kind};
 use self::world::{Places, Variant};
 
 /// Where the fake clock starts (any fixed instant: runs are reproducible).
@@ -586,6 +586,47 @@ impl ServerSut {
     /// The requestState a raise handed out, as the client echoes it.
     pub fn request_state(&self, state: tc_model::StateRef) -> Option<&str> {
         self.states.get(usize::from(state.0)).map(String::as_str)
+    }
+
+    /// Serves the server as configured on one more Streamable HTTP endpoint on 127.0.0.1,
+    /// authenticating with `auth` (e.g. `auth.mode = "none"`), and connects a client of
+    /// `kind` to it with `bearer` (if any): for tests of one auth mode.
+    pub fn http_session(
+        &mut self,
+        auth: &tc_server::config::AuthConfig,
+        bearer: Option<String>,
+        kind: Kind,
+    ) -> Result<Client, SutError> {
+        let core = self.core()?.clone();
+        let authenticator = Arc::new(
+            tc_server::auth::Authenticator::from_config(auth)
+                .map_err(|e| SutError::Setup(format!("the authenticator: {e}")))?,
+        );
+        let connected = self.runtime.block_on(async {
+            let _ = rustls::crypto::ring::default_provider().install_default();
+            let (url, task) = serve_http(core, authenticator).await?;
+            let client = match bearer {
+                Some(bearer) => clients::connect_http(&url, bearer, kind).await?,
+                None => clients::connect_http_anonymous(&url, kind).await?,
+            };
+            Ok::<_, String>((client, task))
+        });
+        let (client, task) = connected.map_err(SutError::Setup)?;
+        if let Some(servers) = self.servers.as_mut() {
+            servers.http.push(task);
+        }
+        Ok(client)
+    }
+
+    /// Runs `future` on the server's runtime (for hand-driven exchanges on a
+    /// [`ServerSut::http_session`]).
+    pub fn block_on<F: std::future::Future>(&self, future: F) -> F::Output {
+        self.runtime.block_on(future)
+    }
+
+    /// The folder of vault `vault`.
+    pub fn vault_dir(&self, vault: Vault) -> &Path {
+        &self.vaults[usize::from(vault.0)]
     }
 
     /// The bytes of note `note` of vault `vault` on disk.
