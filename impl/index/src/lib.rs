@@ -129,3 +129,28 @@ pub fn register(registry: &mut Registry, config: &SearchConfig) -> Result<(), Re
     registry.add(reset::ResetVaultCache)?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // r[verify search.embeddings.endpoint]
+    #[test]
+    fn the_embeddings_section_reads_its_contract_keys_and_names_an_unknown_one() {
+        let config: SearchConfig = serde_json::from_value(serde_json::json!({
+            "embeddings": {"url": "http://127.0.0.1:11434/v1", "model": "nomic-embed-text",
+                           "apiKeyEnv": "OPENAI_API_KEY"}
+        }))
+        .unwrap();
+        assert!(config.enabled);
+        let embeddings = config.embeddings.unwrap();
+        assert_eq!(embeddings.model, "nomic-embed-text");
+        assert_eq!(embeddings.api_key_env.as_deref(), Some("OPENAI_API_KEY"));
+        let unknown = serde_json::from_value::<SearchConfig>(serde_json::json!({
+            "embeddings": {"url": "http://x/v1", "model": "m", "apiKey": "inline"}
+        }))
+        .unwrap_err();
+        assert!(unknown.to_string().contains("apiKey"), "{unknown}");
+        assert_eq!(SearchConfig::default().embeddings, None);
+    }
+}
