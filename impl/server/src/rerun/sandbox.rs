@@ -50,6 +50,7 @@ impl Sandbox {
         static NEXT: AtomicU64 = AtomicU64::new(0);
         let base = cache_dir.join(SANDBOX_DIR);
         tc_gate::private_fs::create_private_dir_all(&base)?;
+        remove_abandoned(&base);
         let dir = loop {
             let name = format!(
                 "rerun-{}-{}-{}",
@@ -117,6 +118,42 @@ impl Sandbox {
             },
         )
         .map_err(|e| e.to_string())
+    }
+}
+
+// r[impl sessions.rerun.sandbox]
+/// Removes the sandboxes of processes that no longer run (a re-run killed before its
+/// sandbox was dropped); a sandbox of a live process, this one's included, is kept.
+fn remove_abandoned(base: &Path) {
+    let Ok(entries) = fs::read_dir(base) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("rerun-"))
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|pid| pid.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        if !process_alive(pid)
+            && let Err(error) = fs::remove_dir_all(entry.path())
+        {
+            tracing::warn!(dir = %entry.path().display(), %error, "rerun: removing an abandoned sandbox");
+        }
+    }
+}
+
+/// Whether process `pid` exists (signal 0; one of another user's counts as existing).
+fn process_alive(pid: i32) -> bool {
+    match rustix::process::Pid::from_raw(pid) {
+        Some(pid) => !matches!(
+            rustix::process::test_kill_process(pid),
+            Err(rustix::io::Errno::SRCH)
+        ),
+        None => false,
     }
 }
 
@@ -203,5 +240,21 @@ mod tests {
         drop(made);
         assert!(!root.exists());
         drop(conn);
+    }
+
+    #[test]
+    fn a_dead_process_s_sandbox_is_removed_and_a_live_one_s_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path().join(SANDBOX_DIR);
+        // No process has pid 2^22 + 1 on Linux (pid_max is at most 2^22).
+        let dead = base.join("rerun-4194305-1-0");
+        let live = base.join(format!("rerun-{}-1-0", std::process::id()));
+        fs::create_dir_all(dead.join("vault")).unwrap();
+        fs::create_dir_all(&live).unwrap();
+        fs::create_dir_all(base.join("unrelated")).unwrap();
+        remove_abandoned(&base);
+        assert!(!dead.exists());
+        assert!(live.exists());
+        assert!(base.join("unrelated").exists());
     }
 }
