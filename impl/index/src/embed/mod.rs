@@ -166,28 +166,31 @@ impl VaultIndex {
         vectors: &[Vec<f32>],
     ) -> rusqlite::Result<usize> {
         let mut conn = self.conn();
-        let tx = conn.transaction()?;
-        let mut stored = 0;
-        {
-            let mut insert = tx.prepare_cached(
-                "INSERT OR REPLACE INTO index_embeddings (chunk_id, vault, model, generation, vector)
-                 SELECT ?1, ?2, ?3, ?4, ?5
-                 WHERE EXISTS (SELECT 1 FROM index_chunks c JOIN index_fts f ON f.rowid = c.id
-                               WHERE c.id = ?1 AND c.vault = ?2 AND f.body = ?6)",
-            )?;
-            for (chunk, vector) in pending.iter().zip(vectors) {
-                stored += insert.execute(params![
-                    chunk.id,
-                    self.vault_id(),
-                    model,
-                    generation,
-                    client::to_blob(vector),
-                    chunk.body,
-                ])?;
+        // Vectors are asked for again when lost: no fsync per batch (see `unsynced`).
+        crate::index::unsynced(&mut conn, |conn| {
+            let tx = conn.transaction()?;
+            let mut stored = 0;
+            {
+                let mut insert = tx.prepare_cached(
+                    "INSERT OR REPLACE INTO index_embeddings (chunk_id, vault, model, generation, vector)
+                     SELECT ?1, ?2, ?3, ?4, ?5
+                     WHERE EXISTS (SELECT 1 FROM index_chunks c JOIN index_fts f ON f.rowid = c.id
+                                   WHERE c.id = ?1 AND c.vault = ?2 AND f.body = ?6)",
+                )?;
+                for (chunk, vector) in pending.iter().zip(vectors) {
+                    stored += insert.execute(params![
+                        chunk.id,
+                        self.vault_id(),
+                        model,
+                        generation,
+                        client::to_blob(vector),
+                        chunk.body,
+                    ])?;
+                }
             }
-        }
-        tx.commit()?;
-        Ok(stored)
+            tx.commit()?;
+            Ok(stored)
+        })
     }
 
     /// The chunks of the model's vectors by similarity to `query` (a unit vector), best

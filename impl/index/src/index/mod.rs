@@ -40,6 +40,8 @@ use scan::{Looked, Seen, Stamp};
 mod scan;
 mod store;
 
+pub(crate) use store::unsynced;
+
 /// How many files a build reports its progress by.
 const REPORT_EVERY: usize = 500;
 

@@ -115,18 +115,20 @@ impl VaultIndex {
         let vault = self.vault_id.as_str();
         {
             let mut conn = self.db.lock();
-            let tx = conn.transaction()?;
-            for path in removed {
-                forget(&tx, vault, path.as_str())?;
-                tx.execute(
-                    "DELETE FROM index_files WHERE vault = ?1 AND path = ?2",
-                    params![vault, path.as_str()],
-                )?;
-            }
-            for note in changed {
-                store(&tx, vault, note)?;
-            }
-            tx.commit()?;
+            unsynced(&mut conn, |conn| {
+                let tx = conn.transaction()?;
+                for path in removed {
+                    forget(&tx, vault, path.as_str())?;
+                    tx.execute(
+                        "DELETE FROM index_files WHERE vault = ?1 AND path = ?2",
+                        params![vault, path.as_str()],
+                    )?;
+                }
+                for note in changed {
+                    store(&tx, vault, note)?;
+                }
+                tx.commit()
+            })?;
         }
         let now = wall_ns();
         let Live {
@@ -173,6 +175,23 @@ impl VaultIndex {
         }
         Ok(())
     }
+}
+
+/// Runs `f` with commits that do not wait for the disk (`synchronous = NORMAL`; WAL keeps
+/// the database consistent through a crash either way): what the index writes is rebuilt
+/// from the files when a power cut loses it, so a re-indexed note costs no fsync. The
+/// captures share this connection and are user data: `FULL` is restored before the
+/// connection is let go, whatever `f` did.
+pub(crate) fn unsynced<T>(
+    conn: &mut Connection,
+    f: impl FnOnce(&mut Connection) -> rusqlite::Result<T>,
+) -> rusqlite::Result<T> {
+    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    let out = f(conn);
+    let restored = conn.pragma_update(None, "synchronous", "FULL");
+    let out = out?;
+    restored?;
+    Ok(out)
 }
 
 /// Drops what the index holds of one note's content (links, tags, chunks).
@@ -273,4 +292,25 @@ fn store(conn: &Connection, vault: &str, note: &Changed) -> rusqlite::Result<()>
         fts.execute(params![conn.last_insert_rowid(), c.heading, c.body])?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unsynced_restores_full_sync_whatever_the_work_did() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        conn.pragma_update(None, "synchronous", "FULL").unwrap();
+        let level = |c: &Connection| -> i64 {
+            c.query_row("PRAGMA synchronous", [], |r| r.get(0)).unwrap()
+        };
+        let inside = unsynced(&mut conn, |c| Ok(level(c))).unwrap();
+        assert_eq!(inside, 1, "NORMAL while the index writes");
+        assert_eq!(level(&conn), 2, "FULL again after");
+        let failed: rusqlite::Result<()> =
+            unsynced(&mut conn, |c| c.execute("NOT SQL", []).map(|_| ()));
+        assert!(failed.is_err());
+        assert_eq!(level(&conn), 2, "FULL again after a failure");
+    }
 }
