@@ -354,8 +354,12 @@ async fn a_session_ending_while_the_prompt_is_open_is_replay_drift_on_the_shim_a
     with_token["elicit_token"] = json!(token);
     let report = ok(&plain, "session_rerun", with_token).await;
     assert_eq!(report["session_open"], true);
-    // The refused call, the read and nothing else were recorded before the re-run ran.
+    // The refused call, the read and nothing else were recorded before the re-run ran;
+    // the refused re-run itself is not run again.
     assert_eq!(report["summary"]["total"], 2);
+    assert_eq!(report["calls"][0]["tool"], "session_rerun");
+    assert_eq!(report["calls"][0]["verdict"], "refused_by_policy");
+    assert_eq!(report["calls"][1]["divergence"], "none");
     ok(&plain, "end_session", json!({"session_id": id})).await;
     let refused = failure(&call(&plain, "session_rerun", rerun.clone()).await);
     let token = h.mint(&refused, "stdio");

@@ -196,6 +196,11 @@ fn replay_one(
     if line.redacted {
         return report(Verdict::Redacted);
     }
+    // session_rerun always needs confirmation: a re-run never clears that gate either (and
+    // the re-run caller has no sessions of its own to re-run).
+    if line.tool == crate::tools::session_rerun::SESSION_RERUN {
+        return report(Verdict::RefusedByPolicy);
+    }
     let changes_vault = pipeline
         .registry()
         .get(&line.tool)
