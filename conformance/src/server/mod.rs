@@ -37,10 +37,15 @@
 //! a second application of the path tool to one note (`write_note` writes the same text each
 //! time, so its result cannot stand for a new model version).
 
+mod by_hand;
 pub mod clients;
 pub mod compare;
+mod http;
 mod routes;
+mod shim;
 pub mod world;
+
+pub use by_hand::Exchanged;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -316,11 +321,11 @@ impl ServerSut {
                     tc_server::auth::Authenticator::from_config(&auth_config)
                         .map_err(|e| format!("the authenticator: {e}"))?,
                 );
-                let (main_url, main_task) = serve_http(main.clone(), auth.clone()).await?;
-                let (acl_url, acl_task) = serve_http(acl, auth).await?;
+                let (main_url, main_task) = http::serve(main.clone(), auth.clone()).await?;
+                let (acl_url, acl_task) = http::serve(acl, auth).await?;
                 http.extend([main_task, acl_task]);
                 for caller in 1..callers {
-                    let bearer = bearer_for(&world::caller_id(tc_model::Caller(caller)))?;
+                    let bearer = http::bearer_for(&world::caller_id(tc_model::Caller(caller)))?;
                     for (session, kind, on_acl) in http_kinds {
                         let url = if on_acl { &acl_url } else { &main_url };
                         let client = clients::connect_http(url, bearer.clone(), kind).await?;
@@ -518,154 +523,6 @@ impl ServerSut {
             }
         }
     }
-}
-
-/// What one hand-driven exchange came to (see [`ServerSut::exchange`]).
-#[derive(Debug)]
-pub struct Exchanged {
-    /// Whether the server sent `elicitation/create` (answered with the given answer).
-    pub prompted: bool,
-    /// The result as JSON (a tool result, or an `input_required` result).
-    pub result: serde_json::Value,
-}
-
-impl ServerSut {
-    /// Sends one `tools/call` with `params` on `session` by hand, answering a prompt the
-    /// server sends meanwhile with `answer`, for tests of one clause. The model is not
-    /// involved: what it changes is not tracked ([`ServerSut::apply`] is the comparison).
-    pub fn exchange(
-        &mut self,
-        session: Session,
-        params: rmcp::model::CallToolRequestParams,
-        answer: tc_model::Answer,
-    ) -> Result<Exchanged, SutError> {
-        self.exchange_as(tc_model::Caller(0), session, params, answer)
-    }
-
-    /// [`ServerSut::exchange`] as `caller` (over HTTP for a caller other than 0).
-    pub fn exchange_as(
-        &mut self,
-        caller: tc_model::Caller,
-        session: Session,
-        params: rmcp::model::CallToolRequestParams,
-        answer: tc_model::Answer,
-    ) -> Result<Exchanged, SutError> {
-        use rmcp::model::{CallToolRequest, ClientRequest};
-        let client = self
-            .servers
-            .as_mut()
-            .and_then(|s| s.sessions.get_mut(&(session, caller.0)))
-            .ok_or_else(|| SutError::Setup(format!("no {session:?} session")))?;
-        let peer = client.service.peer().clone();
-        let prompts = &mut client.prompts;
-        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-        self.runtime.block_on(async {
-            let mut handle = peer
-                .send_cancellable_request(request, rmcp::service::PeerRequestOptions::no_options())
-                .await
-                .map_err(|e| SutError::Wire(e.to_string()))?;
-            let mut prompted = false;
-            let response = tokio::select! {
-                held = prompts.recv() => {
-                    let held = held.ok_or_else(|| SutError::Wire("the session ended".into()))?;
-                    prompted = true;
-                    let _ = held.answer.send(clients::answer_result(answer));
-                    handle.rx.await
-                }
-                response = &mut handle.rx => response,
-            };
-            let response = response
-                .map_err(|_| SutError::Wire("no response".into()))?
-                .map_err(|e| SutError::Wire(e.to_string()))?;
-            let result =
-                serde_json::to_value(&response).map_err(|e| SutError::Unexpected(e.to_string()))?;
-            Ok(Exchanged { prompted, result })
-        })
-    }
-
-    /// The requestState a raise handed out, as the client echoes it.
-    pub fn request_state(&self, state: tc_model::StateRef) -> Option<&str> {
-        self.states.get(usize::from(state.0)).map(String::as_str)
-    }
-
-    /// Serves the server as configured on one more Streamable HTTP endpoint on 127.0.0.1,
-    /// authenticating with `auth` (e.g. `auth.mode = "none"`), and connects a client of
-    /// `kind` to it with `bearer` (if any): for tests of one auth mode.
-    pub fn http_session(
-        &mut self,
-        auth: &tc_server::config::AuthConfig,
-        bearer: Option<String>,
-        kind: Kind,
-    ) -> Result<Client, SutError> {
-        let core = self.core()?.clone();
-        let authenticator = Arc::new(
-            tc_server::auth::Authenticator::from_config(auth)
-                .map_err(|e| SutError::Setup(format!("the authenticator: {e}")))?,
-        );
-        let connected = self.runtime.block_on(async {
-            let _ = rustls::crypto::ring::default_provider().install_default();
-            let (url, task) = serve_http(core, authenticator).await?;
-            let client = match bearer {
-                Some(bearer) => clients::connect_http(&url, bearer, kind).await?,
-                None => clients::connect_http_anonymous(&url, kind).await?,
-            };
-            Ok::<_, String>((client, task))
-        });
-        let (client, task) = connected.map_err(SutError::Setup)?;
-        if let Some(servers) = self.servers.as_mut() {
-            servers.http.push(task);
-        }
-        Ok(client)
-    }
-
-    /// Runs `future` on the server's runtime (for hand-driven exchanges on a
-    /// [`ServerSut::http_session`]).
-    pub fn block_on<F: std::future::Future>(&self, future: F) -> F::Output {
-        self.runtime.block_on(future)
-    }
-
-    /// The folder of vault `vault`.
-    pub fn vault_dir(&self, vault: Vault) -> &Path {
-        &self.vaults[usize::from(vault.0)]
-    }
-
-    /// The bytes of note `note` of vault `vault` on disk.
-    pub fn note_on_disk(&self, vault: Vault, note: Note) -> Result<String, SutError> {
-        Ok(std::fs::read_to_string(
-            self.vaults[usize::from(vault.0)].join(world::note_path(note)),
-        )?)
-    }
-}
-
-/// Serves `core`'s Streamable HTTP app on 127.0.0.1 (an ephemeral port): its /mcp URL.
-async fn serve_http(
-    core: Arc<ServerCore>,
-    auth: Arc<tc_server::auth::Authenticator>,
-) -> Result<(String, tokio::task::JoinHandle<()>), String> {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .map_err(|e| format!("binding 127.0.0.1: {e}"))?;
-    let bound = listener.local_addr().map_err(|e| e.to_string())?;
-    let app = tc_server::serve::http_app(core, auth, bound);
-    let task = tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
-    Ok((format!("http://{bound}/mcp"), task))
-}
-
-/// A bearer token for `sub` with every scope, signed with the config's secret, valid for
-/// an hour of wall time (the server checks `exp` on the system clock).
-fn bearer_for(sub: &str) -> Result<String, String> {
-    use jsonwebtoken::{Algorithm, EncodingKey, Header};
-    let now = jsonwebtoken::get_current_timestamp();
-    let key = EncodingKey::from_secret(world::JWT_SECRET.as_bytes())
-        .map_err(|e| format!("the signing key: {e}"))?;
-    jsonwebtoken::encode(
-        &Header::new(Algorithm::HS256),
-        &serde_json::json!({"sub": sub, "scope": "*", "iat": now, "exp": now + 3600}),
-        &key,
-    )
-    .map_err(|e| format!("signing a bearer token: {e}"))
 }
 
 /// Handles saturate at 255, as the model's do.

@@ -5,24 +5,20 @@
 
 use std::sync::Arc;
 
-use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, CallToolResponse, CallToolResult, ClientRequest,
-    InputResponses, ServerResult,
-};
-use rmcp::service::PeerRequestOptions;
+use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult, InputResponses};
 use serde_json::Value;
 use tc_gate::request_state::split_presented;
 use tc_gate::{CallBinding, MintError};
 use tc_model::clause;
 use tc_model::{
-    Answer, Call, Caller, FpChoice, Outcome, PromptRef, Refusal, RefusalKind, Stage, StateRef, Tok,
-    Tool, Verifier,
+    Answer, Call, Caller, FpChoice, Outcome, Refusal, RefusalKind, Stage, StateRef, Tok, Tool,
+    Verifier,
 };
 use tc_server::approve::{self, ApproveError, MintRequest};
 
-use super::clients::{PATIENCE, answer_result};
+use super::clients::answer_result;
 use super::world;
-use super::{OpenPrompt, RaiseHistory, ServerSut, Session, SutError, index_u8};
+use super::{RaiseHistory, ServerSut, Session, SutError, index_u8};
 
 /// A token string no mint returns.
 const UNKNOWN_TOKEN: &str = "00000000000000000000000000000000";
@@ -31,13 +27,13 @@ const UNKNOWN_STATE: &str = "not-a-request-state";
 
 /// A `tools/call` answer, as the comparison reads it.
 #[derive(Debug)]
-enum Answered {
+pub(super) enum Answered {
     Success,
     Failure { code: String, details: Value },
     InputRequired { request_state: String },
 }
 
-fn read_result(result: &CallToolResult) -> Result<Answered, SutError> {
+pub(super) fn read_result(result: &CallToolResult) -> Result<Answered, SutError> {
     if result.is_error != Some(true) {
         return Ok(Answered::Success);
     }
@@ -67,7 +63,7 @@ fn read_response(response: CallToolResponse) -> Result<Answered, SutError> {
     }
 }
 
-fn unexpected(what: &str, answered: &Answered) -> SutError {
+pub(super) fn unexpected(what: &str, answered: &Answered) -> SutError {
     SutError::Unexpected(format!("{what}: the server answered {answered:?}"))
 }
 
@@ -86,7 +82,7 @@ fn token_rejection(details: &Value) -> Result<Refusal, SutError> {
 }
 
 /// The refusal a failure code stands for on the confirmation routes.
-fn confirmation_refusal(code: &str) -> Option<Refusal> {
+pub(super) fn confirmation_refusal(code: &str) -> Option<Refusal> {
     Some(match code {
         "replay_drift" => Refusal::new(clause::DRIFT_REFUSE, RefusalKind::Drift),
         "approval_declined" => Refusal::new(clause::TRIP_DECLINE, RefusalKind::Declined),
@@ -127,21 +123,25 @@ fn unsupported_tool(call: &Call) -> SutError {
 }
 
 impl ServerSut {
-    fn session(&self, session: Session, caller: Caller) -> Result<&super::Client, SutError> {
+    pub(super) fn session(
+        &self,
+        session: Session,
+        caller: Caller,
+    ) -> Result<&super::Client, SutError> {
         self.servers
             .as_ref()
             .and_then(|s| s.sessions.get(&(session, caller.0)))
             .ok_or_else(|| SutError::Setup(format!("no {session:?} session for {caller:?}")))
     }
 
-    fn arguments(call: &Call) -> Result<serde_json::Map<String, Value>, SutError> {
+    pub(super) fn arguments(call: &Call) -> Result<serde_json::Map<String, Value>, SutError> {
         match world::arguments(call) {
             Some(Value::Object(map)) => Ok(map),
             _ => Err(unsupported_tool(call)),
         }
     }
 
-    fn tool_name(call: &Call) -> Result<&'static str, SutError> {
+    pub(super) fn tool_name(call: &Call) -> Result<&'static str, SutError> {
         world::tool_name(call.tool).ok_or_else(|| unsupported_tool(call))
     }
 
@@ -160,14 +160,14 @@ impl ServerSut {
         read_response(response)
     }
 
-    fn params(call: &Call) -> Result<CallToolRequestParams, SutError> {
+    pub(super) fn params(call: &Call) -> Result<CallToolRequestParams, SutError> {
         Ok(CallToolRequestParams::new(Self::tool_name(call)?)
             .with_arguments(Self::arguments(call)?))
     }
 
     /// The args_hash of `call` as the server computes it: the registry's own parse of the
     /// arguments (defaults filled), with the vault the call is bound to.
-    fn args_hash(&self, call: &Call) -> Result<String, SutError> {
+    pub(super) fn args_hash(&self, call: &Call) -> Result<String, SutError> {
         let tool = Self::tool_name(call)?;
         let def = self
             .core()?
@@ -200,7 +200,7 @@ impl ServerSut {
     }
 
     /// Remembers the request the server now retains for `call` and what it superseded.
-    fn remember_raise(&mut self, call: &Call) -> Result<(), SutError> {
+    pub(super) fn remember_raise(&mut self, call: &Call) -> Result<(), SutError> {
         let hash = self.args_hash(call)?;
         let retained = self
             .core()?
@@ -230,7 +230,7 @@ impl ServerSut {
         Ok(())
     }
 
-    fn now(&self) -> i64 {
+    pub(super) fn now(&self) -> i64 {
         use tc_gate::clock::Clock as _;
         self.clock.now_ms()
     }
@@ -495,124 +495,6 @@ impl ServerSut {
             }
         }
     }
-
-    // ----- the legacy stdio shim ---------------------------------------------------------------
-
-    pub(super) fn shim_prompt(&mut self, call: &Call) -> Result<Outcome, SutError> {
-        if call.caller.0 != 0 {
-            return Err(SutError::Unsupported(
-                "the legacy shim of an HTTP caller: the shim is stdio-only".into(),
-            ));
-        }
-        let request = ClientRequest::CallToolRequest(CallToolRequest::new(Self::params(call)?));
-        let now = self.now();
-        let opened = {
-            let client = self
-                .servers
-                .as_mut()
-                .and_then(|s| s.sessions.get_mut(&(Session::Shim, 0)));
-            let client = client.ok_or_else(|| SutError::Setup("no shim session".into()))?;
-            let peer = client.service.peer().clone();
-            let prompts = &mut client.prompts;
-            self.runtime.block_on(async {
-                let mut handle = peer
-                    .send_cancellable_request(request, PeerRequestOptions::no_options())
-                    .await
-                    .map_err(|e| SutError::Wire(e.to_string()))?;
-                tokio::select! {
-                    held = prompts.recv() => {
-                        let held = held.ok_or_else(|| SutError::Wire("the shim session ended".into()))?;
-                        Ok((held, handle))
-                    }
-                    answered = &mut handle.rx => Err(SutError::Unexpected(format!(
-                        "the shim answered without prompting: {answered:?}"
-                    ))),
-                    () = tokio::time::sleep(PATIENCE) => Err(SutError::Wire("no prompt came".into())),
-                }
-            })
-        };
-        let (held, request) = opened?;
-        let hash = self.args_hash(call)?;
-        let raised = self
-            .core()?
-            .gate()
-            .raised_request(
-                &world::vault_id(call.vault),
-                &hash,
-                &world::caller_id(call.caller),
-            )?
-            .ok_or_else(|| SutError::Unexpected("the shim prompted without a raise".into()))?;
-        let state_fp = self.name_fp(call, raised.state_fp.as_str())?;
-        self.remember_raise(call)?;
-        self.prompts.push(OpenPrompt {
-            call: *call,
-            issued_at_ms: now,
-            held,
-            request,
-        });
-        Ok(Outcome::Prompted {
-            state_fp,
-            prompt: PromptRef(index_u8(self.prompts.len() - 1)),
-        })
-    }
-
-    pub(super) fn shim_answer(
-        &mut self,
-        prompt: PromptRef,
-        answer: Answer,
-    ) -> Result<Outcome, SutError> {
-        let Some(index) = tok_index(prompt.0, self.prompts.len()) else {
-            return Ok(Outcome::NoSuchPrompt);
-        };
-        let ttl_ms = i64::from(self.config.ttl_ticks) * super::TICK_MS;
-        if self.now() >= self.prompts[index].issued_at_ms.saturating_add(ttl_ms) {
-            return Err(SutError::Unsupported(
-                "an answer after the prompt's TTL: the shim waits on tokio's timer".into(),
-            ));
-        }
-        let open = self.prompts.remove(index);
-        let _ = open.held.answer.send(answer_result(answer));
-        let response = self
-            .runtime
-            .block_on(open.request.await_response())
-            .map_err(|e| SutError::Wire(e.to_string()))?;
-        let ServerResult::CallToolResult(result) = response else {
-            return Err(SutError::Unexpected(format!(
-                "the shim's call answered {response:?}"
-            )));
-        };
-        match read_result(&result)? {
-            Answered::Success => {
-                self.took_effect(&open.call);
-                Ok(Outcome::Applied)
-            }
-            Answered::Failure { code, .. } if confirmation_refusal(&code).is_some() => Ok(
-                Outcome::Refused(confirmation_refusal(&code).unwrap_or_else(|| {
-                    Refusal::new(clause::TRIP_CANCEL, RefusalKind::NotObtained)
-                })),
-            ),
-            other => Err(unexpected("the shim's answered call", &other)),
-        }
-    }
-
-    pub(super) fn shim_cancel(&mut self, prompt: PromptRef) -> Result<Outcome, SutError> {
-        let Some(index) = tok_index(prompt.0, self.prompts.len()) else {
-            return Ok(Outcome::NoSuchPrompt);
-        };
-        let open = self.prompts.remove(index);
-        let withdrawn = self.runtime.block_on(async {
-            open.request
-                .cancel(Some("the user pressed escape".to_owned()))
-                .await
-                .map_err(|e| SutError::Wire(e.to_string()))?;
-            tokio::time::timeout(PATIENCE, open.held.withdrawn)
-                .await
-                .map_err(|_| SutError::Unexpected("the prompt was not withdrawn".into()))
-        })?;
-        withdrawn
-            .map_err(|_| SutError::Unexpected("the prompt was answered, not withdrawn".into()))?;
-        Ok(Outcome::CallCancelled)
-    }
 }
 
 /// A never-stored fingerprint, well formed (what `--state-fp` gets for one never raised).
@@ -620,6 +502,6 @@ fn tc_conformance_never_stored() -> String {
     crate::world::never_stored_fp().as_str().to_owned()
 }
 
-fn tok_index(handle: u8, len: usize) -> Option<usize> {
+pub(super) fn tok_index(handle: u8, len: usize) -> Option<usize> {
     (len > 0).then(|| usize::from(handle) % len)
 }
