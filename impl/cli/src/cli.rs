@@ -49,6 +49,9 @@ pub enum Command {
     /// Print the audit log of cache.db, oldest first (requested, minted, consumed, released,
     /// refused, overflow)
     Events(EventsArgs),
+    /// Re-run a recorded session and report each call's verdict and divergence (exit 0: no
+    /// divergence, 3: a divergence, 4: nothing runnable)
+    Rerun(RerunArgs),
     /// Bearer tokens for an HTTP server with auth.mode = "jwt"
     Token {
         #[command(subcommand)]
@@ -161,6 +164,25 @@ pub struct EventsArgs {
     #[arg(long)]
     pub follow: bool,
     /// One JSON object a line instead of the table
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub place: PlaceArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct RerunArgs {
+    /// The session to re-run (start_session and list_sessions name it)
+    #[arg(value_name = "SESSION_ID")]
+    pub session_id: String,
+    /// The vault the session must be on
+    #[arg(long, value_name = "ID")]
+    pub vault: Option<String>,
+    /// Run the calls that change the vault too, on a copy of the vault and cache made for
+    /// the run and deleted after it (without it they are skipped)
+    #[arg(long)]
+    pub sandbox: bool,
+    /// Print one JSON object instead of the report
     #[arg(long)]
     pub json: bool,
     #[command(flatten)]

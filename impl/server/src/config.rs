@@ -80,6 +80,10 @@ pub struct Config {
     /// find_capability, describe_capability and call_capability.
     #[serde(default)]
     pub tool_facade: crate::facade::ToolFacadeConfig,
+    /// `[sessions]`: `traceContent` (default false) also records each call's arguments,
+    /// secret-scanned and capped, in session traces.
+    #[serde(default)]
+    pub sessions: tc_sessions::SessionsConfig,
 }
 
 fn default_ttl() -> i64 {
@@ -277,6 +281,7 @@ impl Default for Config {
             ocr: tc_ocr::OcrConfig::default(),
             search: tc_index::SearchConfig::default(),
             tool_facade: crate::facade::ToolFacadeConfig::default(),
+            sessions: tc_sessions::SessionsConfig::default(),
         }
     }
 }

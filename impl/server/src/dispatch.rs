@@ -188,6 +188,8 @@ pub struct ServerCore {
     pub(crate) ttl_ms: i64,
     legacy_shim: bool,
     facade: Facade,
+    /// The sessions and their traces (tc-sessions): every call is offered to them.
+    pub(crate) sessions: Arc<tc_sessions::Sessions>,
 }
 
 impl fmt::Debug for ServerCore {
@@ -280,8 +282,11 @@ impl ServerCore {
             cache_dir: parts.cache_dir,
             clock: Arc::clone(&parts.clock),
         };
-        let registry =
+        let mut registry =
             crate::registry(config, &setup).map_err(|e| BuildError::Registry(e.to_string()))?;
+        // The session tools last; the store is kept for the recording hook and the replayer.
+        let sessions = tc_sessions::register(&mut registry, &setup, config.sessions)
+            .map_err(|e| BuildError::Registry(e.to_string()))?;
         let cap = usize::try_from(config.governor.max_response_bytes)
             .map_err(|_| BuildError::Cap(config.governor.max_response_bytes))?;
         let paging = PagingSetup {
@@ -291,8 +296,17 @@ impl ServerCore {
         let facade = Facade::new(config.tool_facade.mode, &registry);
         let pipeline = Pipeline::new(registry, bindings, gate, Arc::clone(&parts.clock), paging)
             .with_approval_flags(parts.approval_flags);
+        let pipeline = Arc::new(pipeline);
+        crate::rerun::ServerReplayer::wire(
+            &sessions,
+            &pipeline,
+            config,
+            cap,
+            &parts.clock,
+            &parts.entropy,
+        );
         Ok(ServerCore {
-            pipeline: Arc::new(pipeline),
+            pipeline,
             governor: Governor::new(cap),
             sealer: RequestStateSealer::new(parts.secret),
             cursors: CursorCodec::new(parts.secret),
@@ -303,6 +317,7 @@ impl ServerCore {
             ttl_ms: gate_config.ttl_ms(),
             legacy_shim: parts.legacy_shim,
             facade,
+            sessions,
         })
     }
 
@@ -354,6 +369,7 @@ impl ServerCore {
             request_state,
             input_responses,
         } = call;
+        let started = std::time::Instant::now();
         if !self.knows_tool(tool) {
             return Err(ErrorData::invalid_params(
                 format!("unknown tool {tool:?}; tools/list names the tools this server offers"),
@@ -401,6 +417,10 @@ impl ServerCore {
                 context,
             )
             .await;
+        let bound = match &step {
+            Step::Done(Some(key), _) => Some((key.vault.clone(), key.args_hash.clone())),
+            _ => None,
+        };
         let response = match step {
             Step::InputRequired(result) => {
                 self.record_outcome(tool, &caller.id, "input_required");
@@ -445,6 +465,16 @@ impl ServerCore {
                 CallToolResponse::Complete(result)
             }
         };
+        // r[impl sessions.record.every-call]
+        self.record_session_call(
+            &caller.id,
+            tool,
+            arguments,
+            bound.as_ref(),
+            &response,
+            started,
+        )
+        .await;
         Ok(response)
     }
 

@@ -8,6 +8,7 @@
 //! stdio and HTTP transports), with [`stdio`] the newline-delimited JSON-RPC transport of
 //! stdio.
 
+pub mod approve;
 pub mod auth;
 pub mod config;
 pub mod dispatch;
@@ -16,6 +17,7 @@ pub mod handler;
 pub mod http;
 pub mod metrics;
 pub mod resources;
+pub mod rerun;
 pub mod results;
 mod routes;
 pub mod serve;
