@@ -329,3 +329,33 @@ fn reset_clears_the_embeddings_and_a_run_between_request_and_redemption_is_drift
         "re-embedded as generation 3: {rows:?}"
     );
 }
+
+#[test]
+fn a_run_embeds_every_chunk_in_batches_as_one_generation() {
+    let server = EmbedServer::start();
+    let fx = Fx::new();
+    for i in 0..70 {
+        fx.put(
+            &format!("n/{i}.md"),
+            &format!("# N{i}\nword{i} shared text\n"),
+        );
+    }
+    indexed_with(&fx, &embeddings_at(&server.url));
+    let rows = stored(&fx);
+    assert_eq!(rows.len(), 70);
+    assert!(rows.iter().all(|r| r.1 == 1), "one run, one generation");
+    let sizes: Vec<usize> = server
+        .seen
+        .inputs
+        .lock()
+        .unwrap()
+        .iter()
+        .map(Vec::len)
+        .collect();
+    assert_eq!(
+        sizes,
+        [32, 32, 6],
+        "batches of {}",
+        tc_index::embed::EMBED_BATCH
+    );
+}

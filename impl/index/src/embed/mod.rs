@@ -94,11 +94,17 @@ impl VaultIndex {
         let mut generation = None;
         let mut done = 0;
         let mut batches = 0;
+        // The run walks the chunks by id once (a chunk the endpoint was asked for but that
+        // changed meanwhile is left to the next run).
+        let mut after = 0i64;
         while max_batches.is_none_or(|max| batches < max) {
-            let pending = self.pending_chunks(embedder.model()).map_err(db_error)?;
-            if pending.is_empty() {
+            let pending = self
+                .pending_chunks(embedder.model(), after)
+                .map_err(db_error)?;
+            let Some(last) = pending.last() else {
                 break;
-            }
+            };
+            after = last.id;
             batches += 1;
             let inputs: Vec<String> = pending
                 .iter()
@@ -127,22 +133,25 @@ impl VaultIndex {
         Ok(done)
     }
 
-    fn pending_chunks(&self, model: &str) -> rusqlite::Result<Vec<Pending>> {
+    fn pending_chunks(&self, model: &str, after: i64) -> rusqlite::Result<Vec<Pending>> {
         let conn = self.conn();
         let mut stmt = conn.prepare_cached(
             "SELECT c.id, f.heading, f.body FROM index_chunks c
              JOIN index_fts f ON f.rowid = c.id
              LEFT JOIN index_embeddings e ON e.chunk_id = c.id AND e.model = ?2
-             WHERE c.vault = ?1 AND e.chunk_id IS NULL
+             WHERE c.vault = ?1 AND c.id > ?4 AND e.chunk_id IS NULL
              ORDER BY c.id LIMIT ?3",
         )?;
-        stmt.query_map(params![self.vault_id(), model, EMBED_BATCH as i64], |row| {
-            Ok(Pending {
-                id: row.get(0)?,
-                heading: row.get(1)?,
-                body: row.get(2)?,
-            })
-        })?
+        stmt.query_map(
+            params![self.vault_id(), model, EMBED_BATCH as i64, after],
+            |row| {
+                Ok(Pending {
+                    id: row.get(0)?,
+                    heading: row.get(1)?,
+                    body: row.get(2)?,
+                })
+            },
+        )?
         .collect()
     }
 
