@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use rusqlite::{Connection, params};
+use rusqlite::{Connection, OptionalExtension, params};
 use tc_vault::path::VaultPath;
 
 use super::scan::{Seen, Stamp};
@@ -220,26 +220,31 @@ pub(super) fn forget(conn: &Connection, vault: &str, path: &str) -> rusqlite::Re
 fn store(conn: &Connection, vault: &str, note: &Changed) -> rusqlite::Result<()> {
     let path = note.path.as_str();
     let facts = note.facts.as_ref();
-    if let Some(facts) = facts {
-        // Read again with the same content (a flagged file that was only touched, or an
-        // edit undone): its links, tags, chunks and vectors stay; only the stamp moves.
-        let same = conn
-            .prepare_cached(
-                "UPDATE index_files SET size = ?3, mtime_ns = ?4
-                 WHERE vault = ?1 AND path = ?2 AND is_note = 1 AND hash = ?5",
+    // What the index holds of the file: nothing (a new file: nothing to forget, which is
+    // most of a first build), the same content (a flagged file only touched, or an edit
+    // undone: its links, tags, chunks and vectors stay, only the stamp moves), or other.
+    let held: Option<(bool, Option<String>)> = conn
+        .prepare_cached("SELECT is_note, hash FROM index_files WHERE vault = ?1 AND path = ?2")?
+        .query_row(params![vault, path], |row| {
+            Ok((row.get::<_, i64>(0)? != 0, row.get(1)?))
+        })
+        .optional()?;
+    match (&held, facts) {
+        (Some((true, Some(hash))), Some(facts)) if *hash == facts.hash => {
+            conn.prepare_cached(
+                "UPDATE index_files SET size = ?3, mtime_ns = ?4 WHERE vault = ?1 AND path = ?2",
             )?
             .execute(params![
                 vault,
                 path,
                 note.stamp.size as i64,
-                note.stamp.mtime_ns,
-                facts.hash.as_str()
+                note.stamp.mtime_ns
             ])?;
-        if same == 1 {
             return Ok(());
         }
+        (Some(_), _) => forget(conn, vault, path)?,
+        (None, _) => {}
     }
-    forget(conn, vault, path)?;
     let keys = facts.map(|f| serde_json::json!(f.frontmatter_keys).to_string());
     let headings = facts.map(|f| {
         serde_json::Value::Array(
