@@ -216,18 +216,21 @@ fn counts(core: &ServerCore) -> (usize, usize) {
     (count(EventName::Consumed), count(EventName::Minted))
 }
 
-/// The input as text, without the framing's BOM, `\r` and blanks.
-fn input_text(input: &[u8]) -> String {
-    let text = String::from_utf8_lossy(&input[..input.len() - 1]);
-    text.trim_start_matches('\u{feff}')
-        .trim_end_matches('\r')
-        .trim()
-        .to_owned()
+/// The input as text, without the framing's BOM, `\r` and blanks; `None` when it is not
+/// UTF-8 (and so no JSON, RFC 8259 §8.1).
+fn input_text(input: &[u8]) -> Option<String> {
+    let text = std::str::from_utf8(&input[..input.len() - 1]).ok()?;
+    Some(
+        text.trim_start_matches('\u{feff}')
+            .trim_end_matches('\r')
+            .trim()
+            .to_owned(),
+    )
 }
 
 /// The id of the `tools/call` request the input is, if it is one.
 fn call_id(input: &[u8]) -> Option<Value> {
-    let message: Value = serde_json::from_str(&input_text(input)).ok()?;
+    let message: Value = serde_json::from_str(&input_text(input)?).ok()?;
     let id = &message["id"];
     let is_call = message["jsonrpc"] == json!("2.0")
         && message["method"] == json!("tools/call")
@@ -308,20 +311,19 @@ fn check_replies(input: &[u8], awaited: Option<&Value>, lines: &[Value]) {
     );
     // Replies after the handshake's.
     let replies = &lines[1..];
-    let text = input_text(input);
-    if text.is_empty() {
-        return;
-    }
-    if serde_json::from_str::<Value>(&text).is_err() {
-        if std::str::from_utf8(input).is_ok() {
+    let parse_error = replies
+        .iter()
+        .any(|r| r["error"]["code"] == json!(-32700) && r["id"].is_null());
+    match input_text(input) {
+        Some(text) if text.is_empty() => return,
+        Some(text) if serde_json::from_str::<Value>(&text).is_ok() => {}
+        _ => {
             assert!(
-                replies
-                    .iter()
-                    .any(|r| r["error"]["code"] == json!(-32700) && r["id"].is_null()),
+                parse_error,
                 "a line that is not JSON got no parse error: {replies:?}"
             );
+            return;
         }
-        return;
     }
     let Some(id) = awaited else {
         return;
