@@ -193,10 +193,21 @@ fn judge(line: &[u8]) -> Verdict {
         }
         Err(error) => error,
     };
-    if matches!(
-        error.classify(),
-        serde_json::error::Category::Syntax | serde_json::error::Category::Eof
-    ) {
+    // rmcp's message type is untagged: a value followed by more characters fails it as data
+    // before the trailing characters are read, so whether the line is JSON at all is asked
+    // separately (only on this failure path).
+    let syntax = match serde_json::from_slice::<serde::de::IgnoredAny>(line) {
+        Err(syntax)
+            if matches!(
+                syntax.classify(),
+                serde_json::error::Category::Syntax | serde_json::error::Category::Eof
+            ) =>
+        {
+            Some(syntax)
+        }
+        _ => None,
+    };
+    if let Some(error) = syntax {
         tracing::debug!("stdio: a line that is not JSON: {error}");
         return Verdict::Answer(unaddressed(ErrorData::parse_error(
             format!("Parse error: the line is not JSON ({error})"),
@@ -485,6 +496,10 @@ mod tests {
             "not json\n",
             "{\"jsonrpc\":\"2.0\",\"id\":1\n",
             "\u{feff}]\r\n",
+            // A value followed by more characters is not JSON either (found by the
+            // jsonrpc_tools_call fuzz target).
+            "\"jso.4\"+{\"jso.4\"+\n",
+            "\u{feff}{\"jsonrpc\":\"2.0read4notes\",\"arguments\":{}}}}\r\n",
         ] {
             let reply = answered(line);
             assert_eq!(reply["id"], Value::Null, "{reply}");
