@@ -234,7 +234,11 @@ impl Tool for ResetVaultCache {
         let fail = |_| ToolError::internal("clearing the vault cache");
         let mut live = index.lock_live();
         let mut conn = index.conn();
-        let tx = conn.transaction().map_err(fail)?;
+        // IMMEDIATE: the counts are read again and then cleared; a deferred transaction
+        // would fail at its first write if another connection wrote in between.
+        let tx = conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(fail)?;
         // The counts are taken again inside the transaction: what is dropped is what was
         // approved, or nothing.
         let now = CacheCounts {

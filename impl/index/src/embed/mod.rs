@@ -177,7 +177,8 @@ impl VaultIndex {
         let mut conn = self.conn();
         // Vectors are asked for again when lost: no fsync per batch (see `unsynced`).
         crate::index::unsynced(&mut conn, |conn| {
-            let tx = conn.transaction()?;
+            // IMMEDIATE, as every index write: no reader-to-writer upgrade to lose.
+            let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
             let mut stored = 0;
             {
                 let mut insert = tx.prepare_cached(

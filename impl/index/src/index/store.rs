@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use tc_vault::path::VaultPath;
 
 use super::scan::{Seen, Stamp};
@@ -116,7 +116,10 @@ impl VaultIndex {
         {
             let mut conn = self.db.lock();
             unsynced(&mut conn, |conn| {
-                let tx = conn.transaction()?;
+                // IMMEDIATE: the batch reads what the index holds before it writes, and a
+                // deferred transaction upgraded to a writer while another connection of
+                // cache.db writes fails at once with "database is locked" (no busy wait).
+                let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
                 for path in removed {
                     forget(&tx, vault, path.as_str())?;
                     tx.execute(
