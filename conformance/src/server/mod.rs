@@ -155,6 +155,9 @@ pub struct ServerSut {
     /// Commands the stand-in Obsidian should have received.
     commands_sent: usize,
     last_event_id: i64,
+    /// How many calls were sent: every other one goes through the lean facade
+    /// ([`ServerSut::routed`]).
+    facade_turn: std::cell::Cell<u64>,
 }
 
 impl std::fmt::Debug for ServerSut {
@@ -239,6 +242,7 @@ impl ServerSut {
             prompts: Vec::new(),
             commands_sent: 0,
             last_event_id: 0,
+            facade_turn: std::cell::Cell::new(0),
         };
         sut.start_servers()?;
         Ok(sut)

@@ -145,6 +145,22 @@ impl ServerSut {
         world::tool_name(call.tool).ok_or_else(|| unsupported_tool(call))
     }
 
+    // r[verify facade.call.round-trips]
+    // r[verify drift.every-route]
+    /// `params` as sent: every other call goes through the lean facade's `call_capability`
+    /// (every server of the comparison runs `toolFacade.mode = "lean"`, which still serves a
+    /// tool called by its own name), so raises, tokens, requestStates and shim prompts each
+    /// travel both ways, mixed within one path, and the model's outcome must hold for both.
+    pub(super) fn routed(&self, params: CallToolRequestParams) -> CallToolRequestParams {
+        let turn = self.facade_turn.get();
+        self.facade_turn.set(turn + 1);
+        if turn % 2 == 0 {
+            params
+        } else {
+            through_facade(params)
+        }
+    }
+
     /// One `tools/call` round (no automatic retries) on `session` of the call's caller.
     fn send(
         &self,
@@ -152,6 +168,7 @@ impl ServerSut {
         call: &Call,
         params: CallToolRequestParams,
     ) -> Result<Answered, SutError> {
+        let params = self.routed(params);
         let client = &self.session(session, call.caller)?.service;
         let response = self
             .runtime
@@ -495,6 +512,23 @@ impl ServerSut {
             }
         }
     }
+}
+
+/// The same call sent through `call_capability`: the tool's name and arguments become `name`
+/// and `args`, and the token moves next to them; a requestState and the answers stay where
+/// the round trip carries them.
+fn through_facade(mut params: CallToolRequestParams) -> CallToolRequestParams {
+    let mut args = params.arguments.take().unwrap_or_default();
+    let token = args.remove("elicit_token");
+    let mut outer = serde_json::Map::new();
+    outer.insert("name".into(), Value::String(params.name.to_string()));
+    outer.insert("args".into(), Value::Object(args));
+    if let Some(token) = token {
+        outer.insert("elicit_token".into(), token);
+    }
+    params.name = "call_capability".into();
+    params.arguments = Some(outer);
+    params
 }
 
 /// A never-stored fingerprint, well formed (what `--state-fp` gets for one never raised).

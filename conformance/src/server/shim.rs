@@ -21,7 +21,8 @@ impl ServerSut {
                 "the legacy shim of an HTTP caller: the shim is stdio-only".into(),
             ));
         }
-        let request = ClientRequest::CallToolRequest(CallToolRequest::new(Self::params(call)?));
+        let request =
+            ClientRequest::CallToolRequest(CallToolRequest::new(self.routed(Self::params(call)?)));
         let now = self.now();
         let opened = {
             let client = self

@@ -126,7 +126,7 @@ pub fn config_text(
 ) -> String {
     let mut text = format!(
         "elicitTtlSeconds = {ttl_seconds}\nrequestStateSingleUse = {single_use}\n\n\
-         [search]\nenabled = false\n\n[auth]\nmode = \"jwt\"\njwtSecret = {JWT_SECRET:?}\n"
+         [toolFacade]\nmode = \"lean\"\n\n[search]\nenabled = false\n\n[auth]\nmode = \"jwt\"\njwtSecret = {JWT_SECRET:?}\n"
     );
     for (index, root) in places.vaults.iter().enumerate() {
         let _ = write!(
