@@ -214,3 +214,19 @@ impl From<ArgsHash> for String {
 pub struct ArgsHashError {
     length: usize,
 }
+
+#[cfg(test)]
+mod rendering_tests {
+    use super::*;
+
+    // Every rendering of a hash is the same 32 hex digits the CLI's --hash takes back.
+    #[test]
+    fn a_hash_renders_as_its_hex_in_every_form() {
+        let hash = args_hash("delete_note", &serde_json::json!({"path": "a.md"}));
+        let hex = hash.to_string();
+        assert_eq!(hex.len(), 32);
+        assert_eq!(hash.as_ref(), hex);
+        assert_eq!(format!("{hash:?}"), format!("ArgsHash({hex})"));
+        assert_eq!(ArgsHash::parse(hash.as_ref()).unwrap(), hash);
+    }
+}

@@ -151,3 +151,21 @@ pub fn validate_gated_tool(
         }),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // The printed `--state-fp` and the details of `elicit_required` are this text: an empty
+    // or wrong rendering would print a command that approves nothing.
+    #[test]
+    fn a_fingerprint_renders_as_its_hex_and_only_none_is_none() {
+        let hex = "0123456789abcdef0123456789abcdef";
+        let fp = StateFp::parse(hex).unwrap();
+        assert!(!fp.is_none());
+        assert!(StateFp::none().is_none());
+        assert_eq!(fp.to_string(), hex);
+        assert_eq!(format!("{fp:?}"), format!("StateFp({hex:?})"));
+        assert_eq!(StateFp::none().to_string(), "");
+    }
+}
