@@ -154,7 +154,7 @@ impl ServerSut {
     pub(super) fn routed(&self, params: CallToolRequestParams) -> CallToolRequestParams {
         let turn = self.facade_turn.get();
         self.facade_turn.set(turn + 1);
-        if turn % 2 == 0 {
+        if turn.is_multiple_of(2) {
             params
         } else {
             through_facade(params)
