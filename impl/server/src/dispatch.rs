@@ -17,7 +17,7 @@
 //!    `governor.maxResponseBytes`; an overflow is refused with `overflow`, recorded as
 //!    `tc.governor.overflow` and counted;
 //! 5. events: the gate's counters are folded into the metrics, and the outcome is logged
-//!    (to stderr, with the caller hashed).
+//!    (to stderr, with the caller hashed). Stages 4 and 5 and the sweeper live in `stages.rs`.
 //!
 //! `read_notes` and `list_notes` are tools of the same registry; their pages come back
 //! serialized once, under the cap, and are admitted by length.
@@ -27,15 +27,15 @@ use std::path::Path;
 use std::sync::Arc;
 
 use rmcp::ErrorData;
-use rmcp::model::{CallToolResponse, CallToolResult, InputRequiredResult, InputResponses};
+use rmcp::model::{CallToolResponse, InputRequiredResult, InputResponses};
 use rmcp::service::{RequestContext, RoleServer};
 use serde_json::{Value, json};
 use tc_gate::clock::{Clock, Entropy};
 use tc_gate::cursor::CursorCodec;
-use tc_gate::governor::{BoundedError, Governor};
+use tc_gate::governor::Governor;
 use tc_gate::keys::{KeyPurpose, ServerSecret};
 use tc_gate::request_state::RequestStateSealer;
-use tc_gate::{CallBinding, Gate, GateConfig, RequestStateMode, Store, caller_hash};
+use tc_gate::{CallBinding, Gate, GateConfig, RequestStateMode, Store};
 use tc_tools::{
     Approval, CallControl, CallerContext, CancellationFlag, ErrorCode, PageLimits, PagingSetup,
     Pipeline, Prepared, ProgressSink, ToolError, ToolOutput, VaultBinding,
@@ -118,7 +118,7 @@ impl CallKey {
         }
     }
 
-    fn binding(&self) -> CallBinding<'_> {
+    pub(crate) fn binding(&self) -> CallBinding<'_> {
         CallBinding {
             vault: &self.vault,
             tool: &self.tool,
@@ -478,67 +478,6 @@ impl ServerCore {
         Ok(response)
     }
 
-    // r[impl gate.sweep.running]
-    /// One sweep of cache.db, off the async workers: what has expired goes (raised requests,
-    /// consumed states, tokens a TTL past their expiry, events past their retention).
-    pub async fn sweep_once(&self) -> Result<tc_gate::SweepReport, ToolError> {
-        self.blocking("sweeping cache.db", |pipeline| {
-            pipeline
-                .gate()
-                .sweep()
-                .map_err(|_| ToolError::internal("sweeping cache.db"))
-        })
-        .await
-    }
-
-    /// Sweeps cache.db now and then every [`SWEEP_EVERY`], for as long as the returned task
-    /// runs (the serving functions abort it when they end).
-    pub fn spawn_sweeper(self: &Arc<Self>) -> tokio::task::JoinHandle<()> {
-        let core = Arc::clone(self);
-        tokio::spawn(async move {
-            loop {
-                match core.sweep_once().await {
-                    Ok(report) => tracing::debug!(?report, "swept cache.db"),
-                    Err(error) => tracing::warn!(%error, "could not sweep cache.db"),
-                }
-                tokio::time::sleep(SWEEP_EVERY).await;
-            }
-        })
-    }
-
-    /// Records in the audit log, off the async workers, what a failure leaves there: an
-    /// overflow (`tc.governor.overflow`, counted) or a refused confirmation
-    /// (`tc.elicit.refused`). Best effort: the client gets its answer either way.
-    async fn record_failure(&self, key: CallKey, error: &ToolError) {
-        let overflow = (error.code == ErrorCode::Overflow).then(|| {
-            let details = error.details.as_ref();
-            let field = |name: &str| details.and_then(|d| d[name].as_u64()).unwrap_or(0);
-            (field("result_size"), field("limit"))
-        });
-        let reason = refusal_reason(error);
-        if overflow.is_none() && reason.is_none() {
-            return;
-        }
-        let recorded = self
-            .blocking("recording the failure", move |pipeline| {
-                let call = key.binding();
-                let gate = pipeline.gate();
-                let written = match (overflow, reason) {
-                    (Some((size, limit)), _) => gate.record_overflow(&call, size, limit),
-                    (None, Some(reason)) => gate.record_refusal(&call, reason),
-                    (None, None) => Ok(()),
-                };
-                written.map_err(|_| ToolError::internal("recording the failure"))
-            })
-            .await;
-        if recorded.is_err() {
-            tracing::warn!(
-                code = error.code.as_str(),
-                "could not record the failure's event"
-            );
-        }
-    }
-
     /// Runs `work` on the blocking pool: SQLite commits, vault reads and writes never run
     /// on a tokio worker (a panic there is a server fault, answered as one).
     pub(crate) async fn blocking<T: Send + 'static>(
@@ -659,65 +598,6 @@ impl ServerCore {
         };
         let (outcome, ()) = tokio::join!(work, forward);
         outcome
-    }
-
-    // r[impl governor.cap]
-    // r[impl governor.counted]
-    // r[impl governor.shared]
-    /// The governor stage: the result object serialized once under the cap, or `overflow`.
-    fn govern(&self, output: ToolOutput) -> Result<CallToolResult, ToolError> {
-        let admitted = match output {
-            ToolOutput::Value(value) => match self.governor.serialize_bounded(&value) {
-                Ok(bytes) => Ok((value, bytes)),
-                Err(BoundedError::Overflow(overflow)) => Err(overflow),
-                Err(BoundedError::Serialize(_)) => {
-                    return Err(ToolError::internal("serializing the result"));
-                }
-            },
-            // A page was serialized once by its builder, under the cap: admitted by length.
-            ToolOutput::Serialized(text) => match self.governor.admit_serialized(text.into_bytes())
-            {
-                Ok(bytes) => {
-                    let value = serde_json::from_slice(&bytes)
-                        .map_err(|_| ToolError::internal("reading back the page"))?;
-                    Ok((value, bytes))
-                }
-                Err(overflow) => Err(overflow),
-            },
-        };
-        match admitted {
-            Ok((value, bytes)) => Ok(crate::results::success_from_bytes(value, bytes)),
-            Err(overflow) => Err(ToolError::new(ErrorCode::Overflow, overflow.to_string())
-                .with_details(overflow.details())),
-        }
-    }
-
-    // r[impl dispatch.events]
-    /// The events stage: the gate's durable events are already written by the stages that
-    /// caused them; here its counters reach the metrics and the outcome reaches the log.
-    fn record_outcome(&self, tool: &str, caller: &str, outcome: &str) {
-        self.metrics.absorb_gate(&self.gate().counters());
-        self.metrics.confirmation_answer_refused(outcome);
-        tracing::info!(tool, caller = %caller_hash(caller), outcome, "tools/call");
-    }
-}
-
-// r[impl events.refused]
-/// Why a confirmation was refused, if `error` is such a refusal: the client declined or
-/// dismissed the prompt, the target drifted, or the token sent approved nothing.
-fn refusal_reason(error: &ToolError) -> Option<&'static str> {
-    match error.code {
-        ErrorCode::ApprovalDeclined => Some("approval_declined"),
-        ErrorCode::ApprovalNotObtained => Some("approval_not_obtained"),
-        ErrorCode::ReplayDrift => Some("replay_drift"),
-        ErrorCode::ElicitRequired => {
-            match error.details.as_ref()?.get("token_rejected")?.as_str()? {
-                "expired" => Some("token_expired"),
-                "spent" => Some("token_spent"),
-                _ => Some("token_invalid"),
-            }
-        }
-        _ => None,
     }
 }
 

@@ -21,6 +21,7 @@ pub mod resources;
 pub mod results;
 mod routes;
 pub mod serve;
+mod stages;
 pub mod stdio;
 pub mod trips;
 
