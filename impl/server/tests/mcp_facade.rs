@@ -13,7 +13,7 @@ use std::process::Command;
 use std::sync::Arc;
 
 use mcp_support::*;
-use rmcp::model::{CallToolRequestParams, CallToolResponse, InputResponses};
+use rmcp::model::{CallToolRequestParams, CallToolResponse};
 use serde_json::{Value, json};
 use tc_gate::EventName;
 use tc_server::config::Config;
@@ -29,25 +29,6 @@ fn facade(name: &str, arguments: Value) -> Value {
 
 async fn ok(client: &Client, tool: &str, arguments: Value) -> Value {
     success(&call(client, tool, arguments).await)
-}
-
-async fn resubmit(client: &Client, arguments: Value, state: Option<String>) -> CallToolResponse {
-    let mut responses = InputResponses::new();
-    responses.insert("confirm".to_owned(), Reply::Approve.json());
-    let mut params = CallToolRequestParams::new("call_capability".to_owned())
-        .with_arguments(args(arguments))
-        .with_input_responses(responses);
-    if let Some(state) = state {
-        params = params.with_request_state(state);
-    }
-    client.call_tool_once(params).await.unwrap()
-}
-
-fn complete(response: CallToolResponse) -> rmcp::model::CallToolResult {
-    match response {
-        CallToolResponse::Complete(result) => result,
-        other => panic!("expected a complete result, got {other:?}"),
-    }
 }
 
 /// Every file under the vault with its bytes (git's index left out: a stat refresh may
@@ -332,7 +313,7 @@ async fn both_round_trips_work_through_the_facade_as_the_named_tool_would() {
             .to_owned();
     assert!(message.contains("inbox/a.md"), "{message}");
     let moved = success(&complete(
-        resubmit(&client, first, asked.request_state).await,
+        resubmit(&client, "call_capability", first, asked.request_state).await,
     ));
     assert_eq!(moved["to"], "done/a.md");
     assert!(h.read("done/a.md").is_some());
@@ -561,7 +542,13 @@ async fn a_stale_request_state_sent_through_the_facade_is_replay_drift_for_every
         (case.change)(&h.vault);
         let before = files(&h.vault);
         let stale = failure(&complete(
-            resubmit(&client, call_args.clone(), asked.request_state).await,
+            resubmit(
+                &client,
+                "call_capability",
+                call_args.clone(),
+                asked.request_state,
+            )
+            .await,
         ));
         assert_eq!(stale["code"], "replay_drift", "{}: {stale}", case.tool);
         assert_eq!(files(&h.vault), before, "{}: nothing applied", case.tool);

@@ -67,13 +67,6 @@ async fn resubmit(client: &Client, state: Option<String>) -> CallToolResponse {
     client.call_tool_once(params).await.unwrap()
 }
 
-fn complete(response: CallToolResponse) -> rmcp::model::CallToolResult {
-    match response {
-        CallToolResponse::Complete(result) => result,
-        other => panic!("expected a complete result, got {other:?}"),
-    }
-}
-
 // r[verify git.commit]
 // r[verify git.stage]
 #[tokio::test]

@@ -7,7 +7,7 @@
 mod mcp_support;
 
 use mcp_support::*;
-use rmcp::model::{CallToolRequestParams, CallToolResponse, InputResponses};
+
 use serde_json::{Value, json};
 use tc_server::config::Config;
 
@@ -40,42 +40,6 @@ async fn build(client: &Client) -> String {
     )
     .await;
     ada
-}
-
-/// Resends `arguments` with the answer and the echoed requestState.
-async fn resubmit(
-    client: &Client,
-    tool: &str,
-    arguments: Value,
-    state: Option<String>,
-) -> CallToolResponse {
-    let mut responses = InputResponses::new();
-    responses.insert("confirm".to_owned(), Reply::Approve.json());
-    let mut params = CallToolRequestParams::new(tool.to_owned())
-        .with_arguments(args(arguments))
-        .with_input_responses(responses);
-    if let Some(state) = state {
-        params = params.with_request_state(state);
-    }
-    client.call_tool_once(params).await.unwrap()
-}
-
-async fn input_required(
-    client: &Client,
-    tool: &str,
-    arguments: Value,
-) -> rmcp::model::InputRequiredResult {
-    match call_once(client, tool, arguments).await {
-        CallToolResponse::InputRequired(result) => result,
-        other => panic!("expected input_required, got {other:?}"),
-    }
-}
-
-fn complete(response: CallToolResponse) -> rmcp::model::CallToolResult {
-    match response {
-        CallToolResponse::Complete(result) => result,
-        other => panic!("expected a complete result, got {other:?}"),
-    }
 }
 
 // r[verify memory.tools.upsert]

@@ -10,7 +10,8 @@ use std::process::Command;
 use std::sync::Arc;
 
 use mcp_support::{
-    Client, Harness, Reply, args, call, call_once, connect, failure, legacy, modern, success,
+    Client, Harness, Reply, args, call, call_once, complete, connect, failure, legacy, modern,
+    success,
 };
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, InputResponses, NumberOrString, ProgressToken,
@@ -107,13 +108,6 @@ async fn resubmit(
         params = params.with_request_state(state);
     }
     client.call_tool_once(params).await.unwrap()
-}
-
-fn complete(response: CallToolResponse) -> rmcp::model::CallToolResult {
-    match response {
-        CallToolResponse::Complete(result) => result,
-        other => panic!("expected a complete result, got {other:?}"),
-    }
 }
 
 fn words(text: &str) -> Vec<String> {

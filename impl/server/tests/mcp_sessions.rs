@@ -76,24 +76,6 @@ async fn resubmit(
     client.call_tool_once(params).await.unwrap()
 }
 
-async fn input_required(
-    client: &Client,
-    tool: &str,
-    arguments: Value,
-) -> rmcp::model::InputRequiredResult {
-    match call_once(client, tool, arguments).await {
-        CallToolResponse::InputRequired(result) => result,
-        other => panic!("expected input_required, got {other:?}"),
-    }
-}
-
-fn complete(response: CallToolResponse) -> rmcp::model::CallToolResult {
-    match response {
-        CallToolResponse::Complete(result) => result,
-        other => panic!("expected a complete result, got {other:?}"),
-    }
-}
-
 /// A session of a read, a write, a refused read and a gated delete, ended.
 async fn recorded_session(h: &Harness, client: &Client) -> String {
     h.write("a.md", "# A\n");

@@ -392,3 +392,48 @@ pub fn success(result: &CallToolResult) -> Value {
     assert_eq!(parsed, structured);
     structured
 }
+
+/// `params` resent with the answer "approve" and, if given, the echoed requestState.
+pub fn approved(params: CallToolRequestParams, state: Option<String>) -> CallToolRequestParams {
+    let mut responses = rmcp::model::InputResponses::new();
+    responses.insert("confirm".to_owned(), Reply::Approve.json());
+    let params = params.with_input_responses(responses);
+    match state {
+        Some(state) => params.with_request_state(state),
+        None => params,
+    }
+}
+
+/// Resends `arguments` to `tool` with the answer "approve" and the echoed requestState.
+pub async fn resubmit(
+    client: &Client,
+    tool: &str,
+    arguments: Value,
+    state: Option<String>,
+) -> CallToolResponse {
+    let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(args(arguments));
+    client
+        .call_tool_once(approved(params, state))
+        .await
+        .unwrap()
+}
+
+/// A call that must be answered with `input_required`.
+pub async fn input_required(
+    client: &Client,
+    tool: &str,
+    arguments: Value,
+) -> rmcp::model::InputRequiredResult {
+    match call_once(client, tool, arguments).await {
+        CallToolResponse::InputRequired(result) => result,
+        other => panic!("expected input_required, got {other:?}"),
+    }
+}
+
+/// The complete result of a response.
+pub fn complete(response: CallToolResponse) -> CallToolResult {
+    match response {
+        CallToolResponse::Complete(result) => result,
+        other => panic!("expected a complete result, got {other:?}"),
+    }
+}
