@@ -279,6 +279,11 @@ fn index_benches(c: &mut Criterion) {
     });
     group.finish();
     print_percentiles(&fx, "10,000", 10_000);
+    let (words, bytes) = index.common_words_held();
+    eprintln!(
+        "index: postings of {words} common words held, {} KiB",
+        bytes >> 10
+    );
 
     if std::env::var_os("TC_BENCH_INDEX_100K").is_some() {
         bench_100k(c);
@@ -317,6 +322,11 @@ fn bench_100k(c: &mut Criterion) {
     });
     group.finish();
     print_percentiles(&fx, "100,000", 100_000);
+    let (words, bytes) = index.common_words_held();
+    eprintln!(
+        "index: postings of {words} common words held, {} KiB",
+        bytes >> 10
+    );
 }
 
 criterion_group!(benches, index_benches);

@@ -298,6 +298,7 @@ impl Tool for ResetVaultCache {
             out.chunks_dropped = tx
                 .execute("DELETE FROM index_chunks WHERE vault = ?1", [&vault])
                 .map_err(fail)? as u64;
+            crate::search::common::advance_epoch(&tx).map_err(fail)?;
             tx.execute("DELETE FROM index_links WHERE vault = ?1", [&vault])
                 .map_err(fail)?;
             tx.execute("DELETE FROM index_tags WHERE vault = ?1", [&vault])
@@ -317,6 +318,10 @@ impl Tool for ResetVaultCache {
         tx.commit().map_err(fail)?;
         drop(conn);
         drop(live);
+        if include.chunks {
+            index.common().written();
+            index.wake_warmer();
+        }
         // The vectors come back from the endpoint (the chunks from the files, at the next
         // answer, and their vectors after it).
         if include.embeddings || include.chunks {

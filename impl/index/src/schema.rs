@@ -10,7 +10,8 @@
 pub const COMPONENT: &str = "index";
 
 /// Append only: `MIGRATIONS[i]` takes the tables from version `i` to `i + 1`.
-pub const MIGRATIONS: &[&str] = &["CREATE TABLE index_files (
+pub const MIGRATIONS: &[&str] = &[
+    "CREATE TABLE index_files (
          vault     TEXT NOT NULL,
          path      TEXT NOT NULL,
          size      INTEGER NOT NULL,
@@ -72,4 +73,12 @@ pub const MIGRATIONS: &[&str] = &["CREATE TABLE index_files (
          committed_path TEXT,
          committed_ms INTEGER
      ) STRICT;
-     CREATE INDEX captures_by_status ON captures (vault, status, id);"];
+     CREATE INDEX captures_by_status ON captures (vault, status, id);",
+    // The write epoch of the chunks (spec/index.md `search.bm25.common-words`): one counter
+    // for the whole file, since FTS5's statistics are the whole table's.
+    "CREATE TABLE index_epoch (
+         id INTEGER PRIMARY KEY CHECK (id = 0),
+         n  INTEGER NOT NULL
+     ) STRICT;
+     INSERT INTO index_epoch (id, n) VALUES (0, 0);",
+];

@@ -142,6 +142,13 @@ impl SubsystemDb {
         })
     }
 
+    /// The database file (`:memory:` for [`SubsystemDb::open_in_memory`]): a subsystem that
+    /// reads for long in the background opens a connection of its own on it, so the shared
+    /// one is not held.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
     /// The subsystem's name, as its version row spells it.
     pub fn component(&self) -> &'static str {
         self.component

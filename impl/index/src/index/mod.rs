@@ -34,6 +34,7 @@ use tc_vault::path::{VaultPath, VaultRoot};
 
 use crate::embed::{EmbedError, Embedder, Embeddings, RunWait};
 use crate::parse::name_key;
+use crate::search::common::CommonWords;
 use crate::watch::{Freshness, WatchState};
 use scan::{Looked, Seen, Stamp};
 
@@ -134,6 +135,8 @@ pub struct VaultIndex {
     pub(crate) watcher: Mutex<Option<notify::RecommendedWatcher>>,
     /// The embeddings side, when `[search.embeddings]` is configured.
     embeddings: Option<Embeddings>,
+    /// The common words' postings (see `search::common`).
+    common: CommonWords,
     /// This index, for the threads it starts itself.
     me: Weak<VaultIndex>,
 }
@@ -207,6 +210,7 @@ impl VaultIndex {
             fence_dir: fence_dir.to_path_buf(),
             watcher: Mutex::new(None),
             embeddings: embedder.map(Embeddings::new),
+            common: CommonWords::default(),
             me: me.clone(),
         }))
     }
@@ -252,6 +256,27 @@ impl VaultIndex {
 
     pub(crate) fn fence_dir(&self) -> &std::path::Path {
         &self.fence_dir
+    }
+
+    /// The common words' postings.
+    pub(crate) fn common(&self) -> &CommonWords {
+        &self.common
+    }
+
+    /// How many words have postings in memory, and their bytes.
+    pub fn common_words_held(&self) -> (usize, usize) {
+        self.common.held()
+    }
+
+    /// The chunks changed, or a search found a word's postings missing: the warmer is
+    /// started if it is asked for and not running.
+    pub(crate) fn wake_warmer(&self) {
+        crate::search::common::ensure_warmer(self, &self.me);
+    }
+
+    /// The file of cache.db.
+    pub(crate) fn db_path(&self) -> &std::path::Path {
+        self.db.path()
     }
 
     /// The index tables' connection.

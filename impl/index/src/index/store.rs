@@ -113,7 +113,7 @@ impl VaultIndex {
         removed: &[VaultPath],
     ) -> Result<(), IndexError> {
         let vault = self.vault_id.as_str();
-        {
+        let chunks_changed = {
             let mut conn = self.db.lock();
             unsynced(&mut conn, |conn| {
                 // IMMEDIATE: the batch reads what the index holds before it writes, and a
@@ -127,11 +127,20 @@ impl VaultIndex {
                         params![vault, path.as_str()],
                     )?;
                 }
+                let mut chunks_changed = !removed.is_empty();
                 for note in changed {
-                    store(&tx, vault, note)?;
+                    chunks_changed |= store(&tx, vault, note)?;
                 }
-                tx.commit()
-            })?;
+                if chunks_changed {
+                    crate::search::common::advance_epoch(&tx)?;
+                }
+                tx.commit()?;
+                Ok(chunks_changed)
+            })?
+        };
+        if chunks_changed {
+            self.common().written();
+            self.wake_warmer();
         }
         let now = wall_ns();
         let Live {
@@ -220,7 +229,8 @@ pub(super) fn forget(conn: &Connection, vault: &str, path: &str) -> rusqlite::Re
 }
 
 // r[impl index.facts]
-fn store(conn: &Connection, vault: &str, note: &Changed) -> rusqlite::Result<()> {
+/// Writes what the index holds of one file; whether its chunks changed.
+fn store(conn: &Connection, vault: &str, note: &Changed) -> rusqlite::Result<bool> {
     let path = note.path.as_str();
     let facts = note.facts.as_ref();
     // What the index holds of the file: nothing (a new file: nothing to forget, which is
@@ -243,7 +253,7 @@ fn store(conn: &Connection, vault: &str, note: &Changed) -> rusqlite::Result<()>
                 note.stamp.size as i64,
                 note.stamp.mtime_ns
             ])?;
-            return Ok(());
+            return Ok(false);
         }
         (Some(_), _) => forget(conn, vault, path)?,
         (None, _) => {}
@@ -276,7 +286,7 @@ fn store(conn: &Connection, vault: &str, note: &Changed) -> rusqlite::Result<()>
         headings,
     ])?;
     let Some(facts) = facts else {
-        return Ok(());
+        return Ok(held.is_some());
     };
     let mut link = conn.prepare_cached(
         "INSERT INTO index_links (vault, src, name_key, target, embed) VALUES (?1, ?2, ?3, ?4, ?5)",
@@ -299,7 +309,7 @@ fn store(conn: &Connection, vault: &str, note: &Changed) -> rusqlite::Result<()>
         chunk.execute(params![vault, path, ord as i64, c.heading])?;
         fts.execute(params![conn.last_insert_rowid(), c.heading, c.body])?;
     }
-    Ok(())
+    Ok(true)
 }
 
 #[cfg(test)]

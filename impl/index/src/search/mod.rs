@@ -20,6 +20,7 @@ use tc_vault::path::FolderPath;
 use crate::index::VaultIndex;
 use text::{Ranked, hit_of, ranked};
 
+pub(crate) mod common;
 pub(crate) mod semantic;
 pub(crate) mod text;
 

@@ -7,13 +7,16 @@
 //! folder, tags and ACL, and folded to one hit per note. When the `k` best chunks do not
 //! fill the page (many chunks of one note, or filters that keep few), `k` grows fourfold
 //! and the ranking is asked again, until the page is full or every match was seen.
+//!
+//! A query of common words only is ranked from their postings instead (`common`): the
+//! same chunks in the same order with the same scores, without FTS5 scoring every match.
 
 use std::collections::HashSet;
 
 use rusqlite::OptionalExtension;
 use tc_vault::path::FolderPath;
 
-use super::{HEADING_CHARS, SearchHit};
+use super::{HEADING_CHARS, SearchHit, common};
 use crate::index::VaultIndex;
 
 /// One note found, by its best chunk.
@@ -77,6 +80,25 @@ pub(crate) fn ranked(
 ) -> rusqlite::Result<Vec<Ranked>> {
     let tagged = tagged(index, tags)?;
     let want = skip.saturating_add(take);
+    let fold = Fold {
+        index,
+        folder,
+        tagged: tagged.as_ref(),
+        keep: &keep,
+        want,
+    };
+    // r[impl search.bm25.common-words]
+    if let Some(words) = common::plain_words(fts) {
+        let conn = index.conn();
+        let now = common::epoch(&conn)?;
+        let lookup = index.common().lookup(&words, now);
+        if let common::Lookup::Fresh(lists) = lookup {
+            let (found, _) = fold.run(&conn, common::BestFirst::merge(&lists).map(Ok))?;
+            return Ok(found.into_iter().skip(skip).collect());
+        }
+        drop(conn);
+        index.wake_warmer();
+    }
     let mut k = want.saturating_mul(2).clamp(64, 1 << 20);
     loop {
         let conn = index.conn();
@@ -85,15 +107,43 @@ pub(crate) fn ranked(
             "SELECT rowid, bm25(index_fts, 2.0, 1.0) AS score FROM index_fts
              WHERE index_fts MATCH ?1 ORDER BY score, rowid LIMIT ?2",
         )?;
+        let rows = best.query_map(rusqlite::params![fts, k as i64], |row| {
+            Ok((row.get::<_, i64>(0)?, row.get::<_, f64>(1)?))
+        })?;
+        let (found, seen_rows) = fold.run(&conn, rows)?;
+        if found.len() >= want || seen_rows < k {
+            return Ok(found.into_iter().skip(skip).collect());
+        }
+        k = k.saturating_mul(4);
+    }
+}
+
+/// Folds ranked chunks into notes: placed by primary key, filtered by vault, folder, tags
+/// and ACL, one hit per note (its best chunk).
+struct Fold<'a, K: Fn(&str) -> bool> {
+    index: &'a VaultIndex,
+    folder: &'a FolderPath,
+    tagged: Option<&'a HashSet<String>>,
+    keep: &'a K,
+    want: usize,
+}
+
+impl<K: Fn(&str) -> bool> Fold<'_, K> {
+    /// The first `want` notes of `rows` (chunk, score, best first), and how many rows were
+    /// read.
+    fn run(
+        &self,
+        conn: &rusqlite::Connection,
+        rows: impl Iterator<Item = rusqlite::Result<(i64, f64)>>,
+    ) -> rusqlite::Result<(Vec<Ranked>, usize)> {
         let mut place =
             conn.prepare_cached("SELECT vault, path FROM index_chunks WHERE id = ?1")?;
-        let mut rows = best.query(rusqlite::params![fts, k as i64])?;
         let mut seen_rows = 0usize;
         let mut notes: HashSet<String> = HashSet::new();
         let mut found = Vec::new();
-        while let Some(row) = rows.next()? {
+        for row in rows {
+            let (chunk, score) = row?;
             seen_rows += 1;
-            let chunk: i64 = row.get(0)?;
             let Some((vault, path)) = place
                 .query_row([chunk], |r| {
                     Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
@@ -102,30 +152,27 @@ pub(crate) fn ranked(
             else {
                 continue;
             };
-            if vault != index.vault_id()
+            if vault != self.index.vault_id()
                 || notes.contains(&path)
-                || !in_scope(&path, folder, tagged.as_ref())
+                || !in_scope(&path, self.folder, self.tagged)
             {
                 continue;
             }
             notes.insert(path.clone());
-            if !keep(&path) {
+            if !(self.keep)(&path) {
                 continue;
             }
             found.push(Ranked {
                 path,
                 chunk,
-                score: row.get(1)?,
+                score,
                 text_match: true,
             });
-            if found.len() >= want {
+            if found.len() >= self.want {
                 break;
             }
         }
-        if found.len() >= want || seen_rows < k {
-            return Ok(found.into_iter().skip(skip).collect());
-        }
-        k = k.saturating_mul(4);
+        Ok((found, seen_rows))
     }
 }
 
