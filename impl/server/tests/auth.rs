@@ -2,58 +2,20 @@
 //! a JWKS URL, and OIDC discovery against an in-process identity provider on 127.0.0.1,
 //! including key rotation and the refetch rate limit.
 
+mod idp;
+
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use axum::Router;
-use axum::extract::State;
-use axum::routing::get;
+use idp::{Idp, claims, fixture, hs256, now, signed};
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
-use serde_json::{Value, json};
+use serde_json::json;
 use tc_server::auth::{
     AuthError, Authenticator, Caller, HTTP_LOCAL_CALLER, RefreshPolicy, STDIO_CALLER, check_bind,
 };
 use tc_server::config::{AuthConfig, AuthMode, OidcConfig};
 
 const SECRET: &str = "an-hs256-test-secret-of-32-bytes!!";
-
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures")
-        .join(name)
-}
-
-fn now() -> i64 {
-    jsonwebtoken::get_current_timestamp() as i64
-}
-
-fn claims(sub: &str) -> Value {
-    json!({ "sub": sub, "exp": now() + 600, "iat": now() })
-}
-
-fn hs256(secret: &str, claims: &Value) -> String {
-    jsonwebtoken::encode(
-        &Header::new(Algorithm::HS256),
-        claims,
-        &EncodingKey::from_secret(secret.as_bytes()).expect("key"),
-    )
-    .expect("sign")
-}
-
-fn signed(alg: Algorithm, pem: &str, kid: Option<&str>, claims: &Value) -> String {
-    let pem = std::fs::read(fixture(pem)).expect("fixture");
-    let key = match alg {
-        Algorithm::ES256 => EncodingKey::from_ec_pem(&pem),
-        _ => EncodingKey::from_rsa_pem(&pem),
-    }
-    .expect("key");
-    let mut header = Header::new(alg);
-    header.kid = kid.map(str::to_owned);
-    jsonwebtoken::encode(&header, claims, &key).expect("sign")
-}
 
 fn jwt_config(secret: Option<&str>, jwks: Option<String>, audience: Option<&str>) -> AuthConfig {
     AuthConfig {
@@ -391,92 +353,6 @@ fn a_broken_jwks_file_stops_start_up() {
         Authenticator::from_config(&jwt_config(None, Some(empty.display().to_string()), None))
             .unwrap_err();
     assert!(error.to_string().contains("no keys"), "{error}");
-}
-
-/// A tiny identity provider on 127.0.0.1: discovery and a JWKS that tests can swap.
-#[derive(Clone)]
-struct Idp {
-    issuer: String,
-    discovery_issuer: Arc<Mutex<Option<String>>>,
-    jwks: Arc<Mutex<Value>>,
-    jwks_hits: Arc<AtomicUsize>,
-}
-
-impl Idp {
-    async fn start(keys: &[&str]) -> Idp {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let issuer = format!("http://{}", listener.local_addr().unwrap());
-        let idp = Idp {
-            issuer,
-            discovery_issuer: Arc::new(Mutex::new(None)),
-            jwks: Arc::new(Mutex::new(jwks_of(keys))),
-            jwks_hits: Arc::new(AtomicUsize::new(0)),
-        };
-        let app = Router::new()
-            .route("/.well-known/openid-configuration", get(discovery))
-            .route("/keys", get(keys_doc))
-            .with_state(idp.clone());
-        tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
-        idp
-    }
-
-    fn serve_keys(&self, keys: &[&str]) {
-        *self.jwks.lock().unwrap() = jwks_of(keys);
-    }
-
-    fn hits(&self) -> usize {
-        self.jwks_hits.load(Ordering::SeqCst)
-    }
-
-    fn oidc(&self, policy: RefreshPolicy) -> Authenticator {
-        let config = AuthConfig {
-            mode: AuthMode::Oidc,
-            oidc: Some(OidcConfig {
-                issuer: self.issuer.clone(),
-            }),
-            ..AuthConfig::default()
-        };
-        Authenticator::with_policy(&config, policy).expect("oidc authenticator")
-    }
-
-    fn token(&self, pem: &str, kid: &str, sub: &str) -> String {
-        let mut c = claims(sub);
-        c["iss"] = json!(self.issuer);
-        let alg = if pem.starts_with("ec") {
-            Algorithm::ES256
-        } else {
-            Algorithm::RS256
-        };
-        signed(alg, pem, Some(kid), &c)
-    }
-}
-
-fn jwks_of(keys: &[&str]) -> Value {
-    let keys: Vec<Value> = keys
-        .iter()
-        .map(|name| {
-            let text = std::fs::read_to_string(fixture(&format!("{name}.jwk.json"))).unwrap();
-            serde_json::from_str(&text).unwrap()
-        })
-        .collect();
-    json!({ "keys": keys })
-}
-
-async fn discovery(State(idp): State<Idp>) -> axum::Json<Value> {
-    let issuer = idp
-        .discovery_issuer
-        .lock()
-        .unwrap()
-        .clone()
-        .unwrap_or_else(|| idp.issuer.clone());
-    axum::Json(json!({ "issuer": issuer, "jwks_uri": format!("{}/keys", idp.issuer) }))
-}
-
-async fn keys_doc(State(idp): State<Idp>) -> axum::Json<Value> {
-    idp.jwks_hits.fetch_add(1, Ordering::SeqCst);
-    axum::Json(idp.jwks.lock().unwrap().clone())
 }
 
 fn policy(ttl_secs: u64, min_refetch_secs: u64) -> RefreshPolicy {
