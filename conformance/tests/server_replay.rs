@@ -53,10 +53,12 @@ fn narrowed(mut checker: GateChecker) -> GateChecker {
         .bounds
         .origins
         .retain(|call: &Call| call.tool != Tool::UpdateTask);
-    checker
-        .bounds
-        .stages
-        .retain(|stage| matches!(stage, Stage::Applied | Stage::AclDenied | Stage::Http5xx));
+    checker.bounds.stages.retain(|stage| {
+        matches!(
+            stage,
+            Stage::Applied | Stage::AclDenied | Stage::Http5xx | Stage::HandlerError
+        )
+    });
     checker.bounds.verifiers = vec![Verifier::Builtin];
     checker
 }
@@ -278,5 +280,18 @@ fn the_server_replay_notices_a_model_that_takes_cancel_as_approval() {
         },
         GateChecker::round_trips,
         clause::TRIP_CANCEL,
+    );
+}
+
+// r[verify release.keeps-spent]
+#[test]
+fn the_server_replay_notices_a_model_that_releases_after_a_handler_error() {
+    assert_defect_found(
+        Defects {
+            release_after_handler_error: true,
+            ..Defects::default()
+        },
+        GateChecker::tokens,
+        clause::RELEASE_KEEPS_SPENT,
     );
 }

@@ -67,10 +67,11 @@ fn redeem() -> impl Strategy<Value = Action> {
         Stage::Applied,
         Stage::AclDenied,
         Stage::Http5xx,
+        Stage::HandlerError,
     ]);
     (handle(4), call(), stage).prop_map(|(tok, call, stage)| {
         let stage = match (call.tool, stage) {
-            (Tool::DeleteNote, Stage::Http5xx) => Stage::AclDenied,
+            (Tool::DeleteNote, Stage::Http5xx | Stage::HandlerError) => Stage::AclDenied,
             (Tool::ExecuteCommand, Stage::AclDenied) => Stage::Http5xx,
             (_, stage) => stage,
         };
@@ -306,6 +307,7 @@ fn the_generated_sequences_reach_every_kind_of_outcome() {
         "mint refused StaleStateFp",
         "AclDenied Released",
         "Http5xx KeptSpent",
+        "HandlerError KeptSpent",
         "Minted",
         "Reopened",
     ];

@@ -96,6 +96,9 @@ fn stage_code(stage: Stage) -> Option<&'static str> {
     Some(match stage {
         Stage::AclDenied => "acl_denied",
         Stage::Http5xx => "operation_timeout",
+        // Obsidian answering 404 for the command: the handler's own refusal, after the
+        // request was sent (the bridge's `command_not_found`).
+        Stage::HandlerError => "invalid_input",
         _ => return None,
     })
 }
@@ -105,7 +108,7 @@ fn stage_session(tool: Tool, stage: Stage) -> Option<Session> {
     match (tool, stage) {
         (_, Stage::Applied) => Some(Session::Plain),
         (Tool::DeleteNote, Stage::AclDenied) => Some(Session::AclDenied),
-        (Tool::ExecuteCommand, Stage::Http5xx) => Some(Session::Plain),
+        (Tool::ExecuteCommand, Stage::Http5xx | Stage::HandlerError) => Some(Session::Plain),
         _ => None,
     }
 }
@@ -423,13 +426,22 @@ impl ServerSut {
         let mut arguments = Self::arguments(call)?;
         arguments.insert("elicit_token".into(), Value::String(token));
         let params = CallToolRequestParams::new(Self::tool_name(call)?).with_arguments(arguments);
-        let failing = stage == Stage::Http5xx;
-        if failing {
-            self.obsidian.behave(|b| b.status = Some(500));
+        // Http5xx: the stand-in fails the command after recording it; HandlerError: it knows
+        // no command, so it answers 404 (not recording it).
+        let mut known = Vec::new();
+        match stage {
+            Stage::Http5xx => self.obsidian.behave(|b| b.status = Some(500)),
+            Stage::HandlerError => {
+                self.obsidian
+                    .behave(|b| known = std::mem::take(&mut b.known_commands));
+            }
+            _ => {}
         }
         let answered = self.send(session, call, params);
-        if failing {
-            self.obsidian.behave(|b| b.status = None);
+        match stage {
+            Stage::Http5xx => self.obsidian.behave(|b| b.status = None),
+            Stage::HandlerError => self.obsidian.behave(|b| b.known_commands = known),
+            _ => {}
         }
         match answered? {
             Answered::Success => {

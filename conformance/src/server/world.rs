@@ -15,7 +15,9 @@
 //!   request was sent is the model's `Http5xx`.
 //! - The model's stages are arranged as the environment would: `AclDenied` by a server over
 //!   the same cacheDir and vaults whose folder ACL lets nothing be written, `Http5xx` by the
-//!   stand-in answering 500. `ConventionBlockedBeforeWrite` has no arrangement: the path
+//!   stand-in answering 500, `HandlerError` by the stand-in knowing no command (it answers
+//!   404 and the bridge's handler refuses with `invalid_input`, `command_not_found`, the
+//!   request sent). `ConventionBlockedBeforeWrite` has no arrangement: the path
 //!   tools' conventions preflight refuses a blocked write before the gate (the token is not
 //!   even looked at), so the write gate refuses after it only when the conventions change
 //!   while the call runs.
