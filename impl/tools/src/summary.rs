@@ -191,20 +191,26 @@ pub fn redact_secrets(text: &str) -> String {
     out.into_owned()
 }
 
-/// Whether `text` still shows a token-shaped credential (a bearer token, a JWT, a prefixed
-/// API key, a private key header): what a rendered summary must never do.
+/// Whether a line of `text` still shows a token-shaped credential (a bearer token, a JWT, a
+/// prefixed API key, a private key header): what a rendered summary must never do. Judged
+/// line by line, as the summary is made: two lines side by side (a detail ending in
+/// `Bearer`, the next one starting with a word) are two texts, not one credential.
 pub fn shows_credential(text: &str) -> bool {
     let patterns = secret_patterns();
     // The last pattern (a `name = value` assignment) matches its own `[redacted]`.
-    patterns[..patterns.len().saturating_sub(1)]
-        .iter()
-        .any(|(pattern, _)| pattern.is_match(text))
+    let token_shaped = &patterns[..patterns.len().saturating_sub(1)];
+    text.lines().any(|line| {
+        token_shaped
+            .iter()
+            .any(|(pattern, _)| pattern.is_match(line))
+    })
 }
 
-/// One line of a summary: escaped, redacted (what is shown is what is judged), and cut at
+/// One line of a summary: redacted as given (a credential split by a tab or a line break
+/// is still one), escaped, redacted again (what is shown is what is judged), and cut at
 /// [`MAX_LINE_BYTES`] with the cut marked.
 fn line(text: &str) -> String {
-    let escaped = redact_secrets(&escape_for_terminal(text));
+    let escaped = redact_secrets(&escape_for_terminal(&redact_secrets(text)));
     if escaped.len() <= MAX_LINE_BYTES {
         return escaped;
     }
@@ -297,6 +303,35 @@ mod tests {
         ] {
             assert_eq!(redact_secrets(plain), plain);
         }
+    }
+
+    // r[verify tools.summary.redacted]
+    #[test]
+    fn a_credential_split_by_a_tab_or_a_line_break_is_redacted_before_it_is_escaped() {
+        for secret in [
+            "Authorization: Bearer\tabcdefghijklmnop1234",
+            "Authorization: Bearer\nabcdefghijklmnop1234",
+            "password =\n hunter22hunter",
+        ] {
+            let shown = Summary::new("a call").detail(secret).render(
+                "write_note",
+                "main",
+                "stdio",
+                "0123456789abcdef",
+            );
+            assert!(shown.contains("[redacted]"), "{secret:?} -> {shown}");
+            assert!(!shown.contains("abcdefghijklmnop1234"), "{shown}");
+            assert!(!shown.contains("hunter22hunter"), "{shown}");
+        }
+        // Two details side by side are judged as the two lines they are shown as (the fuzz
+        // seed split_bearer_across_lines): the header's hash line stays as it is.
+        let shown = Summary::new("a call")
+            .detail("the word Bearer")
+            .detail("abcdefghijklmnop1234")
+            .render("write_note", "main", "Bearer", "0123456789abcdef");
+        assert!(!shows_credential(&shown), "{shown}");
+        assert_eq!(shown.lines().nth(1), Some("args_hash 0123456789abcdef"));
+        assert!(shows_credential("one line\nBearer abcdefghijklmnop1234\n"));
     }
 
     #[test]
