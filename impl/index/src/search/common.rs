@@ -98,6 +98,8 @@ struct Inner {
     running: bool,
     /// The words in the most chunks, and the epoch they were counted at.
     top: Option<(i64, Vec<String>)>,
+    /// A rebuild has run: from then on only a searched index gets one.
+    prepared: bool,
 }
 
 /// The postings of the common words, and what the warmer is asked to build.
@@ -149,11 +151,14 @@ impl CommonWords {
     }
 
     /// The chunks' postings may be stale: rebuild them after the writes pause, if the index
-    /// is searched (or was never: the first build prepares the common words).
+    /// was searched lately, or was never rebuilt (the first build prepares the common words).
     pub(crate) fn written(&self) {
         let mut inner = self.lock();
-        let searched = inner.last_search.is_none_or(|at| at.elapsed() < IDLE);
-        if searched {
+        let wanted = match inner.last_search {
+            Some(at) => at.elapsed() < IDLE,
+            None => !inner.prepared,
+        };
+        if wanted {
             inner.pending = true;
             self.wake.notify_all();
         }
@@ -428,6 +433,7 @@ fn rebuild_in(common: &CommonWords, conn: &Connection) -> rusqlite::Result<()> {
         .lists
         .retain(|word, p| p.epoch == now && chosen.contains(word));
     inner.rare.retain(|_, at| *at == now);
+    inner.prepared = true;
     Ok(())
 }
 
@@ -585,6 +591,52 @@ mod tests {
         index.reconcile().unwrap();
         assert_eq!(epoch(&index.conn()).unwrap(), now);
         assert!(from_postings(&index, &fts).is_some());
+    }
+
+    // r[verify search.bm25.common-words]
+    #[test]
+    fn an_index_no_one_searches_is_prepared_once() {
+        // A CommonWords of its own: no warmer thread takes `pending` meanwhile.
+        let common = CommonWords::default();
+        common.written();
+        assert!(
+            common.lock().pending,
+            "the first build prepares the common words"
+        );
+        {
+            let mut inner = common.lock();
+            inner.pending = false;
+            inner.prepared = true;
+        }
+        common.written();
+        assert!(
+            !common.lock().pending,
+            "no rebuild for an index never searched"
+        );
+        assert!(matches!(
+            common.lookup(&["alpha".to_owned()], 0),
+            Lookup::Missing
+        ));
+        common.lock().pending = false;
+        common.written();
+        assert!(
+            common.lock().pending,
+            "a searched index is rebuilt after a write"
+        );
+        // (An Instant before the machine's boot cannot be made: then this part is skipped.)
+        if let Some(long_ago) = Instant::now().checked_sub(IDLE + Duration::from_secs(1)) {
+            common.lock().last_search = Some(long_ago);
+            common.lock().pending = false;
+            common.written();
+            assert!(!common.lock().pending, "not one searched five minutes ago");
+        }
+
+        let (_root, _cache, index) = vault(10);
+        rebuild(&index, &mut None).unwrap();
+        assert!(
+            index.common().lock().prepared,
+            "a rebuild marks the index prepared"
+        );
     }
 
     #[test]
