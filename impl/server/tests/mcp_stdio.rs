@@ -28,18 +28,6 @@ fn harness_with_note() -> Harness {
     h
 }
 
-/// The input_required answer to a gated call on a modern connection.
-async fn input_required(
-    client: &Client,
-    tool: &str,
-    arguments: Value,
-) -> rmcp::model::InputRequiredResult {
-    match call_once(client, tool, arguments).await {
-        CallToolResponse::InputRequired(result) => result,
-        other => panic!("expected input_required, got {other:?}"),
-    }
-}
-
 /// Resends `arguments` with the answer and the echoed requestState.
 async fn resubmit(
     client: &Client,
