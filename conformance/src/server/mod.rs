@@ -32,8 +32,7 @@
 //! says which): `update_task` (it asks for a confirmation only when it reopens a task done
 //! long ago, so a second call is not gated), custom verifiers (the server has no
 //! `verifyElicit` hook), the shim for an HTTP caller (it is stdio-only), the stages no local stand-in can
-//! arrange, an answer to a shim prompt after its TTL (the shim waits on tokio's timer, not
-//! on the server's clock), a reopen while a prompt is open (a restart ends the session), and
+//! arrange, a reopen while a prompt is open (a restart ends the session), and
 //! a second application of the path tool to one note (`write_note` writes the same text each
 //! time, so its result cannot stand for a new model version).
 
@@ -89,7 +88,6 @@ pub enum SutError {
 /// A legacy-shim prompt the server has open, and the call waiting on it.
 struct OpenPrompt {
     call: Call,
-    issued_at_ms: i64,
     held: clients::HeldPrompt,
     request: rmcp::service::RequestHandle<rmcp::service::RoleClient>,
 }

@@ -23,7 +23,6 @@ impl ServerSut {
         }
         let request =
             ClientRequest::CallToolRequest(CallToolRequest::new(self.routed(Self::params(call)?)));
-        let now = self.now();
         let opened = {
             let client = self
                 .servers
@@ -64,7 +63,6 @@ impl ServerSut {
         self.remember_raise(call)?;
         self.prompts.push(OpenPrompt {
             call: *call,
-            issued_at_ms: now,
             held,
             request,
         });
@@ -82,12 +80,6 @@ impl ServerSut {
         let Some(index) = tok_index(prompt.0, self.prompts.len()) else {
             return Ok(Outcome::NoSuchPrompt);
         };
-        let ttl_ms = i64::from(self.config.ttl_ticks) * super::TICK_MS;
-        if self.now() >= self.prompts[index].issued_at_ms.saturating_add(ttl_ms) {
-            return Err(SutError::Unsupported(
-                "an answer after the prompt's TTL: the shim waits on tokio's timer".into(),
-            ));
-        }
         let open = self.prompts.remove(index);
         let _ = open.held.answer.send(answer_result(answer));
         let response = self

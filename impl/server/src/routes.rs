@@ -215,6 +215,15 @@ impl ServerCore {
         let message = prompt_message(&raised.summary);
         let wait = Duration::from_millis(u64::try_from(self.ttl_ms).unwrap_or(0));
         let answer = match prompt(context, confirm_params(message), wait).await {
+            // The timer bounds the wait; the clock decides: an answer at or past the raised
+            // request's expiry approves nothing, whatever the timer saw.
+            Prompt::Answered(_) if self.clock.now_ms() >= raised.expires_at_ms => {
+                tracing::info!(
+                    tool = prepared.tool(),
+                    "the shim's prompt was answered after the confirmation TTL; treated as cancel"
+                );
+                Answer::NotObtained
+            }
             Prompt::Answered(result) => {
                 serde_json::to_value(&result).map_or(Answer::NotObtained, |v| judge_answer(&v))
             }

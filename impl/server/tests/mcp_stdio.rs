@@ -556,6 +556,35 @@ async fn legacy_shim_accept_decline_cancel() {
     }
 }
 
+// r[verify trip.legacy-shim.no-answer]
+/// The shim's timer has not fired, but the server's clock has reached the raised request's
+/// expiry when the approval comes back: it approves nothing.
+#[tokio::test]
+async fn a_shim_answer_once_the_clock_reached_the_expiry_approves_nothing() {
+    let h = harness_with_note();
+    let shim = h.sibling(|_| {}, true);
+    let ttl_ms = Config::default().elicit_ttl_seconds * 1000;
+    let mut client = legacy(Reply::Approve);
+    let clock = h.clock.clone();
+    client.during_prompt = Some(std::sync::Arc::new(move || clock.advance_ms(ttl_ms)));
+    let client = connect(shim.clone(), client).await;
+    let result = call(&client, "delete_note", delete_args()).await;
+    assert_eq!(client.service().prompts(), 1, "prompted exactly once");
+    assert_eq!(failure(&result)["code"], "approval_not_obtained");
+    assert!(h.read(NOTE).is_some(), "the note was deleted");
+    assert_eq!(count_events(&shim, EventName::Consumed), 0);
+
+    // One millisecond short of the expiry, the same answer applies.
+    let h = harness_with_note();
+    let shim = h.sibling(|_| {}, true);
+    let mut client = legacy(Reply::Approve);
+    let clock = h.clock.clone();
+    client.during_prompt = Some(std::sync::Arc::new(move || clock.advance_ms(ttl_ms - 1)));
+    let client = connect(shim.clone(), client).await;
+    success(&call(&client, "delete_note", delete_args()).await);
+    assert!(h.read(NOTE).is_none());
+}
+
 // r[verify trip.legacy-plain]
 #[tokio::test]
 async fn legacy_without_the_shim_gets_elicit_required() {
