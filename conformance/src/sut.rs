@@ -7,8 +7,8 @@
 //! stage: custom `verifyElicit` hooks with and without `release` (the server has no such
 //! configuration), `update_task`'s confirmation checked in its handler (the real tool asks
 //! only when it reopens a task done long ago, so a second call is not gated), the stages no
-//! local stand-in arranges (a cancellation before the handler, a write-gate refusal after the
-//! gate, a companion timeout, a handler error, a fault after return), and sequences that apply
+//! local stand-in arranges deterministically (a cancellation before the handler, a write-gate
+//! refusal after the gate, a fault after return), and sequences that apply
 //! one note twice (the real path tool writes the same text each time).
 //!
 //! [`Sut`] plays the server around the gate: it keeps the vault's notes (their versions), a

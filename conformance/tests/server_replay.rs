@@ -56,7 +56,12 @@ fn narrowed(mut checker: GateChecker) -> GateChecker {
     checker.bounds.stages.retain(|stage| {
         matches!(
             stage,
-            Stage::Applied | Stage::AclDenied | Stage::Http5xx | Stage::HandlerError
+            Stage::Applied
+                | Stage::AclDenied
+                | Stage::Http5xx
+                | Stage::HandlerError
+                | Stage::Timeout
+                | Stage::OperationTimeout
         )
     });
     checker.bounds.verifiers = vec![Verifier::Builtin];

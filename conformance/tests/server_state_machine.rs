@@ -68,10 +68,15 @@ fn redeem() -> impl Strategy<Value = Action> {
         Stage::AclDenied,
         Stage::Http5xx,
         Stage::HandlerError,
+        Stage::Timeout,
+        Stage::OperationTimeout,
     ]);
     (handle(4), call(), stage).prop_map(|(tok, call, stage)| {
         let stage = match (call.tool, stage) {
-            (Tool::DeleteNote, Stage::Http5xx | Stage::HandlerError) => Stage::AclDenied,
+            (
+                Tool::DeleteNote,
+                Stage::Http5xx | Stage::HandlerError | Stage::Timeout | Stage::OperationTimeout,
+            ) => Stage::AclDenied,
             (Tool::ExecuteCommand, Stage::AclDenied) => Stage::Http5xx,
             (_, stage) => stage,
         };
@@ -308,6 +313,8 @@ fn the_generated_sequences_reach_every_kind_of_outcome() {
         "AclDenied Released",
         "Http5xx KeptSpent",
         "HandlerError KeptSpent",
+        "Timeout KeptSpent",
+        "OperationTimeout KeptSpent",
         "Minted",
         "Reopened",
     ];

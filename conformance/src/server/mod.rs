@@ -14,8 +14,9 @@
 //!   connection to the cacheDir's cache.db, `--state-fp` chosen as the model says.
 //! - **IssueUnbound**: `Gate::issue_unbound` on the server's gate (the library route).
 //! - **RedeemToken**: the call again with `elicit_token`; the stage is arranged by the
-//!   environment ([`world`]): a server over the same cacheDir whose ACL refuses, or the
-//!   stand-in Obsidian answering 500.
+//!   environment ([`world`]): a server over the same cacheDir whose ACL refuses, the
+//!   stand-in Obsidian answering 500 or knowing no command, or a server whose bridge gives
+//!   up on the stand-in stalling its answer.
 //! - **RedeemState**: the resubmission with `inputResponses` and the echoed `requestState`,
 //!   from a client that declares form elicitation or not (`form`).
 //! - **ShimPrompt / ShimAnswer / ShimCancel**: the call from a legacy client with forms on a
@@ -122,6 +123,9 @@ pub enum Session {
     AclDenied,
     /// A 2026-07-28 client with forms on the server whose ACL lets nothing be written.
     ModernAclDenied,
+    /// A plain client on the server whose bridge gives up on Obsidian after
+    /// [`world::IMPATIENT_TIMEOUT_MS`].
+    Impatient,
     /// A legacy client with forms on the server with the shim.
     Shim,
     /// A legacy client without forms (at `initialize`) on the server with the shim.
@@ -208,7 +212,7 @@ impl ServerSut {
         let single_use = config.request_state_mode == tc_model::RequestStateMode::SingleUse;
         let ttl_seconds = i64::from(config.ttl_ticks) * TICK_MS / 1000;
         let mut configs = HashMap::new();
-        for variant in [Variant::Main, Variant::AclDenied] {
+        for variant in Variant::ALL {
             let text = world::config_text(&places, ttl_seconds, single_use, variant);
             let parsed = Config::parse(&text, "conformance.toml", root.path())
                 .map_err(|e| SutError::Setup(format!("{variant:?} config: {e}\n{text}")))?;
@@ -293,21 +297,24 @@ impl ServerSut {
         let main = build(Variant::Main, false)?;
         let acl = build(Variant::AclDenied, false)?;
         let shim = build(Variant::Main, true)?;
+        let impatient = build(Variant::Impatient, false)?;
         let stdio = [
             (Session::Plain, main.clone(), Kind::Plain),
             (Session::Modern, main.clone(), Kind::Modern),
             (Session::ModernFormless, main.clone(), Kind::ModernFormless),
             (Session::AclDenied, acl.clone(), Kind::Plain),
             (Session::ModernAclDenied, acl.clone(), Kind::Modern),
+            (Session::Impatient, impatient.clone(), Kind::Plain),
             (Session::Shim, shim.clone(), Kind::LegacyForm),
             (Session::ShimFormless, shim, Kind::Plain),
         ];
         let http_kinds = [
-            (Session::Plain, Kind::Plain, false),
-            (Session::Modern, Kind::Modern, false),
-            (Session::ModernFormless, Kind::ModernFormless, false),
-            (Session::AclDenied, Kind::Plain, true),
-            (Session::ModernAclDenied, Kind::Modern, true),
+            (Session::Plain, Kind::Plain, Variant::Main),
+            (Session::Modern, Kind::Modern, Variant::Main),
+            (Session::ModernFormless, Kind::ModernFormless, Variant::Main),
+            (Session::AclDenied, Kind::Plain, Variant::AclDenied),
+            (Session::ModernAclDenied, Kind::Modern, Variant::AclDenied),
+            (Session::Impatient, Kind::Plain, Variant::Impatient),
         ];
         let callers = self.config.callers.max(1);
         let auth_config = self.configs[&Variant::Main].auth.clone();
@@ -323,13 +330,20 @@ impl ServerSut {
                     tc_server::auth::Authenticator::from_config(&auth_config)
                         .map_err(|e| format!("the authenticator: {e}"))?,
                 );
-                let (main_url, main_task) = http::serve(main.clone(), auth.clone()).await?;
-                let (acl_url, acl_task) = http::serve(acl, auth).await?;
-                http.extend([main_task, acl_task]);
+                let mut urls = HashMap::new();
+                for (variant, core) in [
+                    (Variant::Main, main.clone()),
+                    (Variant::AclDenied, acl),
+                    (Variant::Impatient, impatient),
+                ] {
+                    let (url, task) = http::serve(core, auth.clone()).await?;
+                    urls.insert(variant, url);
+                    http.push(task);
+                }
                 for caller in 1..callers {
                     let bearer = http::bearer_for(&world::caller_id(tc_model::Caller(caller)))?;
-                    for (session, kind, on_acl) in http_kinds {
-                        let url = if on_acl { &acl_url } else { &main_url };
+                    for (session, kind, variant) in http_kinds {
+                        let url = &urls[&variant];
                         let client = clients::connect_http(url, bearer.clone(), kind).await?;
                         sessions.insert((session, caller), client);
                     }

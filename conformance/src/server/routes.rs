@@ -95,7 +95,7 @@ pub(super) fn confirmation_refusal(code: &str) -> Option<Refusal> {
 fn stage_code(stage: Stage) -> Option<&'static str> {
     Some(match stage {
         Stage::AclDenied => "acl_denied",
-        Stage::Http5xx => "operation_timeout",
+        Stage::Http5xx | Stage::Timeout | Stage::OperationTimeout => "operation_timeout",
         // Obsidian answering 404 for the command: the handler's own refusal, after the
         // request was sent (the bridge's `command_not_found`).
         Stage::HandlerError => "invalid_input",
@@ -109,6 +109,9 @@ fn stage_session(tool: Tool, stage: Stage) -> Option<Session> {
         (_, Stage::Applied) => Some(Session::Plain),
         (Tool::DeleteNote, Stage::AclDenied) => Some(Session::AclDenied),
         (Tool::ExecuteCommand, Stage::Http5xx | Stage::HandlerError) => Some(Session::Plain),
+        (Tool::ExecuteCommand, Stage::Timeout | Stage::OperationTimeout) => {
+            Some(Session::Impatient)
+        }
         _ => None,
     }
 }
@@ -427,10 +430,14 @@ impl ServerSut {
         arguments.insert("elicit_token".into(), Value::String(token));
         let params = CallToolRequestParams::new(Self::tool_name(call)?).with_arguments(arguments);
         // Http5xx: the stand-in fails the command after recording it; HandlerError: it knows
-        // no command, so it answers 404 (not recording it).
+        // no command, so it answers 404 (not recording it); the timeouts: it records the
+        // command and stalls past the impatient bridge's patience.
         let mut known = Vec::new();
         match stage {
             Stage::Http5xx => self.obsidian.behave(|b| b.status = Some(500)),
+            Stage::Timeout | Stage::OperationTimeout => {
+                self.obsidian.behave(|b| b.delay = world::STALL);
+            }
             Stage::HandlerError => {
                 self.obsidian
                     .behave(|b| known = std::mem::take(&mut b.known_commands));
@@ -440,6 +447,10 @@ impl ServerSut {
         let answered = self.send(session, call, params);
         match stage {
             Stage::Http5xx => self.obsidian.behave(|b| b.status = None),
+            Stage::Timeout | Stage::OperationTimeout => {
+                self.obsidian
+                    .behave(|b| b.delay = std::time::Duration::ZERO);
+            }
             Stage::HandlerError => self.obsidian.behave(|b| b.known_commands = known),
             _ => {}
         }
@@ -462,7 +473,10 @@ impl ServerSut {
                 Refusal::new(clause::DRIFT_REFUSE, RefusalKind::Drift),
             )),
             Answered::Failure { code, .. } if Some(code.as_str()) == stage_code(stage) => {
-                if stage == Stage::Http5xx {
+                if matches!(
+                    stage,
+                    Stage::Http5xx | Stage::Timeout | Stage::OperationTimeout
+                ) {
                     // The request was sent: the stand-in saw the command.
                     self.commands_sent += 1;
                 }

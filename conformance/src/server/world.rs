@@ -17,7 +17,10 @@
 //!   the same cacheDir and vaults whose folder ACL lets nothing be written, `Http5xx` by the
 //!   stand-in answering 500, `HandlerError` by the stand-in knowing no command (it answers
 //!   404 and the bridge's handler refuses with `invalid_input`, `command_not_found`, the
-//!   request sent). `ConventionBlockedBeforeWrite` has no arrangement: the path
+//!   request sent), `Timeout` and `OperationTimeout` (the product has one path for both: the
+//!   bridge gives up on an answer after the request was sent) by a server whose bridge waits
+//!   [`IMPATIENT_TIMEOUT_MS`] and the stand-in stalling its answer [`STALL`].
+//!   `ConventionBlockedBeforeWrite` has no arrangement: the path
 //!   tools' conventions preflight refuses a blocked write before the gate (the token is not
 //!   even looked at), so the write gate refuses after it only when the conventions change
 //!   while the call runs.
@@ -109,7 +112,21 @@ pub enum Variant {
     Main,
     /// The folder ACL lets nothing be written.
     AclDenied,
+    /// The bridge waits [`IMPATIENT_TIMEOUT_MS`] for Obsidian, not 5 s.
+    Impatient,
 }
+
+impl Variant {
+    pub const ALL: [Variant; 3] = [Variant::Main, Variant::AclDenied, Variant::Impatient];
+}
+
+/// The bridge timeout of the [`Variant::Impatient`] server. Only a step that has the stand-in
+/// stall goes there, so no other step can time out spuriously; it is long enough that a
+/// loaded machine still connects (a failure before sending would be `plugin_unreachable`).
+pub const IMPATIENT_TIMEOUT_MS: u64 = 500;
+
+/// How long the stand-in stalls an answer the impatient bridge must give up on.
+pub const STALL: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// Where the run's files are.
 #[derive(Debug, Clone)]
@@ -134,15 +151,19 @@ pub fn config_text(
         let _ = write!(
             text,
             "\n[[vaults]]\nid = \"v{index}\"\nroot = {root:?}\n\
-             [vaults.bridge]\nurl = {url:?}\napiKeyFile = {key:?}\ntimeoutMs = 5000\n\
+             [vaults.bridge]\nurl = {url:?}\napiKeyFile = {key:?}\ntimeoutMs = {timeout_ms}\n\
              [vaults.commands]\nenabled = true\nallowlist = {commands:?}\n",
             root = root.display().to_string(),
             url = places.bridge_url,
             key = places.key_file.display().to_string(),
             commands = COMMANDS,
+            timeout_ms = match variant {
+                Variant::Impatient => IMPATIENT_TIMEOUT_MS,
+                Variant::Main | Variant::AclDenied => 5000,
+            },
         );
         match variant {
-            Variant::Main => {}
+            Variant::Main | Variant::Impatient => {}
             Variant::AclDenied => text.push_str("[vaults.acl]\nwritePaths = []\n"),
         }
     }
