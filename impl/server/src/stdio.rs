@@ -195,28 +195,21 @@ fn judge(line: &[u8]) -> Verdict {
     };
     // rmcp's message type is untagged: a value followed by more characters fails it as data
     // before the trailing characters are read, so whether the line is JSON at all is asked
-    // separately (only on this failure path).
-    let syntax = match serde_json::from_slice::<serde::de::IgnoredAny>(line) {
-        Err(syntax)
-            if matches!(
-                syntax.classify(),
-                serde_json::error::Category::Syntax | serde_json::error::Category::Eof
-            ) =>
-        {
-            Some(syntax)
+    // separately (only on this failure path). It is read as a whole value, not skipped over:
+    // skipping does not look inside strings, where bytes that are not UTF-8 (JSON text is
+    // UTF-8, RFC 8259 §8.1) would pass.
+    let value = match serde_json::from_slice::<Value>(line) {
+        Ok(value) => value,
+        Err(syntax) => {
+            tracing::debug!("stdio: a line that is not JSON: {syntax}");
+            return Verdict::Answer(unaddressed(ErrorData::parse_error(
+                format!("Parse error: the line is not JSON ({syntax})"),
+                None,
+            )));
         }
-        _ => None,
     };
-    if let Some(error) = syntax {
-        tracing::debug!("stdio: a line that is not JSON: {error}");
-        return Verdict::Answer(unaddressed(ErrorData::parse_error(
-            format!("Parse error: the line is not JSON ({error})"),
-            None,
-        )));
-    }
     // Well-formed JSON that is no JSON-RPC message (as rmcp: Invalid Request), unless it is
     // a notification, which JSON-RPC never answers.
-    let value: Value = serde_json::from_slice(line).unwrap_or(Value::Null);
     let is_notification =
         value.get("id").is_none() && value.get("method").is_some_and(Value::is_string);
     if is_notification {
@@ -506,6 +499,15 @@ mod tests {
             assert!(reply.as_object().unwrap().contains_key("id"));
             assert_eq!(reply["error"]["code"], -32700, "{reply}");
         }
+        // Bytes that are not UTF-8 inside a string (found by the jsonrpc_tools_call fuzz
+        // target: skipping over the value let them pass as JSON, answered -32600).
+        let not_utf8 = b"{\"jsonrpc\":\"2.0\",\"id\":11,\"method\":\"tools/call\",\"params\":{\"name\":\"list_notes\",\"arguments\":{\"cursor\":\"bogu\xfe\xfes\"}}}\n";
+        let Verdict::Answer(reply) = judge(not_utf8) else {
+            panic!("a line that is not UTF-8 was not answered");
+        };
+        let reply = text(&reply);
+        assert_eq!(reply["id"], Value::Null, "{reply}");
+        assert_eq!(reply["error"]["code"], -32700, "{reply}");
         let reply =
             answered(r#"{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":7}}"#);
         assert_eq!(reply["id"], "a");
