@@ -3,8 +3,9 @@
 //! the handshake and `tools/list` while the build is still going, which its own stderr shows
 //! (the build's progress lines, then "vault index ready", come after the reply).
 
+mod support;
+
 use std::io::{BufRead, BufReader, Write};
-use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -34,17 +35,8 @@ fn tools_list_is_answered_before_the_vault_is_indexed() {
         )
         .unwrap();
     }
-    let mut child = Command::new(env!("CARGO_BIN_EXE_obsidian-tc"))
-        .arg("serve")
-        .arg(&vault)
-        .arg("--cache-dir")
-        .arg(dir.path().join("cache"))
-        .env_remove("XDG_CACHE_HOME")
-        .env("HOME", "/nonexistent-home")
+    let mut child = support::serve(&vault, &dir.path().join("cache"))
         .env("RUST_LOG", "info")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
         .spawn()
         .expect("spawn obsidian-tc serve");
     let (send, seen) = mpsc::channel::<Seen>();
@@ -68,16 +60,10 @@ fn tools_list_is_answered_before_the_vault_is_indexed() {
         }
     });
     let mut stdin = child.stdin.take().unwrap();
+    let [initialize, initialized] = support::handshake("serve-lazy-test");
     for message in [
-        json!({
-            "jsonrpc": "2.0", "id": "init", "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": "serve-lazy-test", "version": "0"}
-            }
-        }),
-        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        initialize,
+        initialized,
         json!({"jsonrpc": "2.0", "id": "list", "method": "tools/list"}),
     ] {
         writeln!(stdin, "{message}").unwrap();

@@ -4,9 +4,11 @@
 //! published once and read by the rest, and a database another process holds busy is waited
 //! for rather than reported as broken.
 
-use std::io::{BufRead, BufReader, Read, Write};
+mod support;
+
+use std::io::{Read, Write};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
@@ -18,16 +20,7 @@ const SERVERS: usize = 6;
 const REPLY_TIMEOUT: Duration = Duration::from_secs(60);
 
 fn spawn_server(vault: &Path, cache: &Path) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_obsidian-tc"))
-        .arg("serve")
-        .arg(vault)
-        .arg("--cache-dir")
-        .arg(cache)
-        .env_remove("XDG_CACHE_HOME")
-        .env("HOME", "/nonexistent-home")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+    support::serve(vault, cache)
         .spawn()
         .expect("spawn obsidian-tc serve")
 }
@@ -36,30 +29,12 @@ fn spawn_server(vault: &Path, cache: &Path) -> Child {
 /// what went wrong, with the server's stderr).
 fn list_tools(mut child: Child) -> Result<Value, String> {
     let mut stdin = child.stdin.take().expect("stdin");
-    let stdout = BufReader::new(child.stdout.take().expect("stdout"));
+    let replies = support::json_lines(child.stdout.take().expect("stdout"));
     let mut stderr = child.stderr.take().expect("stderr");
-    let (send, replies) = std::sync::mpsc::channel::<Value>();
-    std::thread::spawn(move || {
-        for line in stdout.lines() {
-            let Ok(line) = line else { break };
-            let Ok(reply) = serde_json::from_str(&line) else {
-                break;
-            };
-            if send.send(reply).is_err() {
-                break;
-            }
-        }
-    });
+    let [initialize, initialized] = support::handshake("startup-race-test");
     let messages = [
-        json!({
-            "jsonrpc": "2.0", "id": "init", "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": "startup-race-test", "version": "0"}
-            }
-        }),
-        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        initialize,
+        initialized,
         json!({"jsonrpc": "2.0", "id": "list", "method": "tools/list"}),
     ];
     let written = messages.iter().try_for_each(|message| {
@@ -72,11 +47,15 @@ fn list_tools(mut child: Child) -> Result<Value, String> {
     if written.is_ok() {
         while let Some(left) = deadline.checked_duration_since(Instant::now()) {
             match replies.recv_timeout(left) {
-                Ok(reply) if reply["id"] == "list" => {
+                Ok(Ok(reply)) if reply["id"] == "list" => {
                     outcome = Ok(reply);
                     break;
                 }
-                Ok(_) => {}
+                Ok(Ok(_)) => {}
+                Ok(Err(line)) => {
+                    outcome = Err(format!("stdout carried a line that is not JSON ({line})"));
+                    break;
+                }
                 Err(_) => break,
             }
         }

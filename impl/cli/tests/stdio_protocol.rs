@@ -3,9 +3,11 @@
 //! that only probe before closing stdin (spec/cli.md `cli.serve.stdio-parse-error`,
 //! `cli.serve.stdio-invalid-params`, `cli.serve.stdio-eof-exit`).
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
-use std::sync::mpsc::{self, Receiver};
+mod support;
+
+use std::io::{Read, Write};
+use std::process::{Child, ChildStdin, ExitStatus};
+use std::sync::mpsc::Receiver;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -19,7 +21,7 @@ struct Served {
     _dir: tempfile::TempDir,
     child: Child,
     stdin: Option<ChildStdin>,
-    replies: Receiver<Value>,
+    replies: Receiver<Result<Value, String>>,
     stderr: Option<JoinHandle<String>>,
 }
 
@@ -29,31 +31,10 @@ impl Served {
         let vault = dir.path().join("vault");
         std::fs::create_dir_all(&vault).unwrap();
         std::fs::write(vault.join("note.md"), "# A note\n").unwrap();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_obsidian-tc"))
-            .arg("serve")
-            .arg(&vault)
-            .arg("--cache-dir")
-            .arg(dir.path().join("cache"))
-            .env_remove("XDG_CACHE_HOME")
-            .env("HOME", "/nonexistent-home")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
+        let mut child = support::serve(&vault, &dir.path().join("cache"))
             .spawn()
             .expect("spawn obsidian-tc serve");
-        let stdout = BufReader::new(child.stdout.take().unwrap());
-        let (send, replies) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in stdout.lines() {
-                let Ok(line) = line else { break };
-                let reply = serde_json::from_str(&line).unwrap_or_else(|e| {
-                    panic!("stdout carried a line that is not JSON ({e}): {line}")
-                });
-                if send.send(reply).is_err() {
-                    break;
-                }
-            }
-        });
+        let replies = support::json_lines(child.stdout.take().unwrap());
         let mut stderr = child.stderr.take().unwrap();
         let stderr = std::thread::spawn(move || {
             let mut text = String::new();
@@ -89,21 +70,16 @@ impl Served {
         self.replies
             .recv_timeout(REPLY_TIMEOUT)
             .unwrap_or_else(|_| panic!("no reply within {REPLY_TIMEOUT:?}: expected {expected}"))
+            .unwrap_or_else(|line| panic!("stdout carried a line that is not JSON ({line})"))
     }
 
     fn initialize(&mut self) {
-        self.send(json!({
-            "jsonrpc": "2.0", "id": "init", "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": "stdio-protocol-test", "version": "0"}
-            }
-        }));
+        let [initialize, initialized] = support::handshake("stdio-protocol-test");
+        self.send(initialize);
         let reply = self.reply("the initialize result");
         assert_eq!(reply["id"], "init", "{reply}");
         assert!(reply["result"]["serverInfo"].is_object(), "{reply}");
-        self.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        self.send(initialized);
     }
 
     /// `tools/list` still answers: the session went on.
@@ -120,7 +96,7 @@ impl Served {
         let status = wait_at_most(&mut self.child, REPLY_TIMEOUT);
         let stderr = self.stderr.take().unwrap().join().unwrap();
         if let Ok(extra) = self.replies.try_recv() {
-            panic!("an unexpected reply after the last request: {extra}");
+            panic!("an unexpected reply after the last request: {extra:?}");
         }
         (status, stderr)
     }
