@@ -20,7 +20,7 @@ use rmcp::{ClientHandler, ErrorData, ServiceExt};
 use serde_json::{Value, json};
 use tc_gate::clock::{Clock, ManualClock, OsEntropy, SystemClock};
 use tc_gate::keys::ServerSecret;
-use tc_gate::{CallBinding, EventName, Store};
+use tc_gate::{EventName, Store};
 use tc_server::config::Config;
 use tc_server::dispatch::{CoreParts, ServerCore, Transport};
 use tc_server::handler::ObsidianTc;
@@ -34,6 +34,7 @@ pub struct Harness {
     pub vault: PathBuf,
     pub cache: PathBuf,
     pub clock: ManualClock,
+    pub config: Config,
     pub core: Arc<ServerCore>,
 }
 
@@ -60,6 +61,7 @@ impl Harness {
             vault,
             cache,
             clock,
+            config,
             core,
         }
     }
@@ -88,19 +90,27 @@ impl Harness {
         "vault".to_owned()
     }
 
-    /// Mints a CLI token for a refused call, as `obsidian-tc elicit` would.
+    /// Mints a CLI token for a refused call with the code `obsidian-tc elicit` runs (its own
+    /// connection to cache.db, the vault found from the raised request, `--state-fp` as the
+    /// refusal names it).
     pub fn mint(&self, refusal: &Value, caller: &str) -> String {
         let details = &refusal["details"];
-        let call = CallBinding {
-            vault: &self.vault_id(),
+        let gate = tc_server::approve::open_gate(
+            &self.config,
+            &self.cache,
+            Arc::new(self.clock.clone()),
+            Arc::new(OsEntropy),
+        )
+        .unwrap();
+        let request = tc_server::approve::MintRequest {
+            vault: None,
             tool: details["tool"].as_str().unwrap(),
             args_hash: details["args_hash"].as_str().unwrap(),
             caller,
+            state_fp: details["state_fp"].as_str(),
         };
-        self.core
-            .gate()
-            .issue(&call, details["state_fp"].as_str())
-            .unwrap()
+        tc_server::approve::mint(&self.config, &gate, &request)
+            .unwrap_or_else(|e| panic!("minting as obsidian-tc elicit would: {e}"))
             .token
             .expose()
             .to_owned()
