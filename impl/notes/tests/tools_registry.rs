@@ -228,6 +228,36 @@ fn stated_defaults_vault_and_token_do_not_change_args_hash() {
     assert_ne!(short.args_hash(), other.args_hash());
 }
 
+// r[verify dispatch.debug-redacted]
+#[test]
+fn what_a_prepared_call_logs_names_it_and_hides_its_token() {
+    let fx = Fx::new();
+    fx.put("a.md", "old");
+    let token = "tc-secret-token-0123456789";
+    let prepared = fx
+        .pipeline
+        .prepare(
+            &caller(),
+            "write_note",
+            &json!({"path": "a.md", "content": "x", "elicit_token": token}),
+        )
+        .unwrap();
+    let logged = format!("{prepared:?}");
+    for shown in [
+        "write_note",
+        "\"main\"",
+        prepared.caller().id.as_str(),
+        prepared.args_hash(),
+        prepared.state_fp().as_str(),
+        "<redacted>",
+    ] {
+        assert!(logged.contains(shown), "{shown} missing from {logged}");
+    }
+    assert!(!logged.contains(token), "the token was logged: {logged}");
+    let pipeline = format!("{:?}", fx.pipeline);
+    assert!(pipeline.contains("\"main\""), "{pipeline}");
+}
+
 // r[verify dispatch.scopes]
 // r[verify results.acl-denied]
 #[test]

@@ -73,6 +73,7 @@ pub struct Prepared {
     state: TargetState,
 }
 
+// r[impl dispatch.debug-redacted]
 impl fmt::Debug for Prepared {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Prepared")
