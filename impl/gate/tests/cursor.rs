@@ -338,3 +338,13 @@ proptest! {
         prop_assert_eq!(opened.page, page);
     }
 }
+
+/// The digest renders as its hex in logs and test failures (cargo-mutants: nothing read it).
+#[test]
+fn a_request_digest_renders_as_its_hex() {
+    let digest = request_digest(&request());
+    let hex = digest.to_string();
+    assert_eq!(hex.len(), 64);
+    assert_eq!(hex, hex::encode(digest.as_bytes()));
+    assert_eq!(format!("{digest:?}"), format!("RequestDigest({hex})"));
+}

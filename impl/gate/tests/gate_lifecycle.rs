@@ -1150,3 +1150,56 @@ fn live_requests_are_listed_newest_first_and_found_by_hash_in_any_vault() {
             .is_empty()
     );
 }
+
+// ---------------------------------------------------------------------------------------
+// Retention and what the gate reports of itself (the survivors of a cargo-mutants run)
+
+const DAY_MS: i64 = 24 * 60 * 60 * 1000;
+
+// r[verify events.retention]
+#[test]
+fn an_event_is_kept_ninety_days_and_swept_after() {
+    assert_eq!(tc_gate::EVENT_RETENTION_MS, 90 * DAY_MS);
+    let f = fixture();
+    f.gate.raise(&DELETE, &StateFp::none()).expect("raise");
+    let stored = f.gate.stored_rows().expect("rows");
+    assert_eq!((stored.raised_requests, stored.events), (1, 1));
+    f.clock.advance_ms(90 * DAY_MS);
+    let report = f.gate.sweep().expect("sweep");
+    assert_eq!(
+        (report.raised_requests, report.events),
+        (1, 0),
+        "the raise expired long ago; its event is kept for 90 days"
+    );
+    let stored = f.gate.stored_rows().expect("rows");
+    assert_eq!((stored.raised_requests, stored.events), (0, 1));
+    f.clock.advance_ms(1);
+    assert_eq!(f.gate.sweep().expect("sweep").events, 1);
+    assert_eq!(f.gate.stored_rows().expect("rows").events, 0);
+}
+
+#[test]
+fn the_gate_reports_the_configuration_it_was_built_with() {
+    let config = GateConfig::new(42)
+        .expect("ttl")
+        .with_request_state_mode(RequestStateMode::SingleUse);
+    assert_eq!(config.request_state_mode(), RequestStateMode::SingleUse);
+    let f = in_memory(config);
+    assert_eq!(f.gate.config().ttl_ms(), 42_000);
+    assert_eq!(f.gate.request_state_mode(), RequestStateMode::SingleUse);
+    let replayable = in_memory(
+        GateConfig::new(42)
+            .expect("ttl")
+            .with_request_state_mode(RequestStateMode::Replayable),
+    );
+    assert_eq!(
+        replayable.gate.request_state_mode(),
+        RequestStateMode::Replayable
+    );
+    let shown = format!("{:?}", f.gate);
+    assert!(shown.starts_with("Gate {"), "{shown}");
+    assert!(
+        shown.contains("42000") && shown.contains("SingleUse"),
+        "{shown}"
+    );
+}

@@ -164,3 +164,41 @@ impl Pipeline {
         error
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // r[verify cli.elicit.command-works]
+    /// What the printed command passes through a shell is exactly the word: plain words as
+    /// they are, anything else single-quoted, a quote inside closed, escaped and reopened.
+    #[test]
+    fn a_shell_word_is_quoted_unless_plainly_safe() {
+        for plain in [
+            "stdio",
+            "delete_note",
+            "/home/me/vault.toml",
+            "a-b_c.d:e@f+g=h",
+        ] {
+            assert_eq!(shell_word(plain), plain);
+        }
+        for (word, quoted) in [
+            ("", "''"),
+            ("my vault", "'my vault'"),
+            ("$(rm -rf ~)", "'$(rm -rf ~)'"),
+            ("a;b", "'a;b'"),
+            ("it's", r"'it'\''s'"),
+            ("tab\there", "'tab\there'"),
+            ("ünïcode", "'ünïcode'"),
+        ] {
+            assert_eq!(shell_word(word), quoted, "{word:?}");
+        }
+    }
+
+    #[test]
+    fn a_refused_token_says_why() {
+        assert_eq!(token_rejected(&RedeemError::Expired), "expired");
+        assert_eq!(token_rejected(&RedeemError::AlreadySpent), "spent");
+        assert_eq!(token_rejected(&RedeemError::UnknownToken), "invalid");
+    }
+}
