@@ -123,10 +123,10 @@ impl Variant {
 /// The bridge timeout of the [`Variant::Impatient`] server. Only a step that has the stand-in
 /// stall goes there, so no other step can time out spuriously; it is long enough that a
 /// loaded machine still connects (a failure before sending would be `plugin_unreachable`).
-pub const IMPATIENT_TIMEOUT_MS: u64 = 500;
+pub const IMPATIENT_TIMEOUT_MS: u64 = 1000;
 
 /// How long the stand-in stalls an answer the impatient bridge must give up on.
-pub const STALL: std::time::Duration = std::time::Duration::from_secs(3);
+pub const STALL: std::time::Duration = std::time::Duration::from_secs(4);
 
 /// Where the run's files are.
 #[derive(Debug, Clone)]

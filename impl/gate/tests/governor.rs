@@ -23,6 +23,7 @@ fn exactly_the_cap_fits_and_one_more_byte_is_refused() {
     // 12 more in the text copy, where both quotes are escaped.
     assert_eq!(wire_cost(b"\"12345678\""), 22);
     let governor = Governor::new(FRAME + 22);
+    assert_eq!(governor.limit(), FRAME + 22);
     let fits = governor.serialize_bounded("12345678");
     assert_eq!(fits.ok(), Some(b"\"12345678\"".to_vec()));
     let over = governor.serialize_bounded("123456789");
