@@ -383,7 +383,13 @@ fn oversized_input_is_refused_without_decoding() {
 
 #[test]
 fn state_id_parses_only_32_lowercase_hex() {
-    assert!(StateId::parse("0123456789abcdef0123456789abcdef").is_ok());
+    let id = StateId::parse("0123456789abcdef0123456789abcdef").unwrap();
+    // What events and the consumed_states table record: the hex as it is.
+    assert_eq!(id.to_string(), "0123456789abcdef0123456789abcdef");
+    assert_eq!(
+        format!("{id:?}"),
+        "StateId(0123456789abcdef0123456789abcdef)"
+    );
     for bad in [
         "",
         "0123",
