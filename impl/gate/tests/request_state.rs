@@ -462,3 +462,15 @@ fn a_presented_state_carries_its_fingerprint_beside_the_seal() {
     assert_eq!(split_presented("rs2.x.y.z"), (None, "rs2.x.y.z"));
     assert_eq!(split_presented(&present("", "s")), (Some(""), "s"));
 }
+
+/// The sealer shows which key id it seals under and never the key (a cargo-mutants
+/// survivor: no test looked at its Debug).
+#[test]
+fn the_sealer_renders_its_key_redacted() {
+    let secret = ServerSecret::ephemeral(&SeededEntropy::new(3));
+    let shown = format!("{:?}", RequestStateSealer::new(&secret));
+    assert!(shown.starts_with("RequestStateSealer {"), "{shown}");
+    assert!(shown.contains("<redacted>"), "{shown}");
+    let key = secret.derive(tc_gate::keys::KeyPurpose::RequestState);
+    assert!(!shown.contains(&hex::encode(key.as_bytes())), "{shown}");
+}
