@@ -1203,3 +1203,21 @@ fn the_gate_reports_the_configuration_it_was_built_with() {
         "{shown}"
     );
 }
+
+// r[verify events.refused]
+#[test]
+fn a_refusal_is_recorded_with_its_reason_and_call() {
+    let f = fixture();
+    f.gate
+        .record_refusal(&DELETE, "approval_declined")
+        .expect("record");
+    let refused = events_named(&f, EventName::Refused);
+    assert_eq!(refused.len(), 1);
+    assert_eq!(refused[0].detail["reason"], "approval_declined");
+    assert_eq!(refused[0].tool.as_deref(), Some(DELETE.tool));
+    assert_eq!(refused[0].args_hash.as_deref(), Some(DELETE.args_hash));
+    assert_eq!(
+        refused[0].caller_hash.as_deref(),
+        Some(caller_hash(DELETE.caller).as_str())
+    );
+}
