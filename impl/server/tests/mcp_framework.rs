@@ -462,3 +462,37 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     }
     out
 }
+
+// r[verify dispatch.vault]
+/// With several vaults served, a call that names none is refused before anything runs (a
+/// cargo-mutants survivor: a pipeline that took the first vault passed every test).
+#[tokio::test]
+async fn with_several_vaults_a_call_must_name_its_vault() {
+    let other = tempfile::TempDir::new().unwrap();
+    let h = Harness::with(|c: &mut Config| {
+        let mut second = c.vaults[0].clone();
+        second.id = "second".into();
+        second.root = other.path().canonicalize().unwrap();
+        c.vaults.push(second);
+    });
+    h.write("a.md", "a\n");
+    let client = connect(h.core.clone(), legacy(Reply::Approve)).await;
+    let refused = call(&client, "read_notes", json!({"paths": ["a.md"]})).await;
+    let refused = mcp_support::failure(&refused);
+    assert_eq!(refused["code"], "validation_error", "{refused}");
+    assert!(
+        refused["message"]
+            .as_str()
+            .unwrap()
+            .contains("several vaults"),
+        "{refused}"
+    );
+    let read = call(
+        &client,
+        "read_notes",
+        json!({"paths": ["a.md"], "vault": "vault"}),
+    )
+    .await;
+    let read = success(&read);
+    assert_eq!(read["notes"][0]["content"], "a\n", "{read}");
+}
