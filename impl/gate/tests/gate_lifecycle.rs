@@ -1221,3 +1221,51 @@ fn a_refusal_is_recorded_with_its_reason_and_call() {
         Some(caller_hash(DELETE.caller).as_str())
     );
 }
+
+/// The `reason` label of `obsidian_tc_elicit_refused_total` (spec `metrics.*`): one distinct
+/// snake_case word per reason, as dashboards read them (a cargo-mutants survivor: an empty
+/// label passed every tc-gate test).
+#[test]
+fn every_refusal_reason_has_its_own_label() {
+    let labels: Vec<&str> = RefusalReason::ALL.map(RefusalReason::as_str).to_vec();
+    assert_eq!(
+        labels,
+        [
+            "unknown_token",
+            "wrong_vault",
+            "wrong_args",
+            "wrong_caller",
+            "expired",
+            "already_spent",
+            "replay_drift",
+            "state_already_used"
+        ]
+    );
+}
+
+#[test]
+fn an_event_name_renders_as_its_wire_name() {
+    for name in EventName::ALL {
+        assert_eq!(name.to_string(), name.as_str());
+        assert_eq!(EventName::parse(&name.to_string()), Some(name));
+    }
+    assert_eq!(EventName::Refused.to_string(), "tc.elicit.refused");
+}
+
+#[test]
+fn the_system_clock_is_the_wall_clock() {
+    use tc_gate::clock::{Clock, SystemClock};
+    fn wall_ms() -> i64 {
+        let since = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap();
+        i64::try_from(since.as_millis()).unwrap()
+    }
+    let before = wall_ms();
+    let now = SystemClock.now_ms();
+    let after = wall_ms();
+    assert!(
+        (before..=after).contains(&now),
+        "{before} <= {now} <= {after}"
+    );
+}
