@@ -422,3 +422,42 @@ fn a_sealed_single_use_state_is_admitted_once_across_processes_sharing_cache_db(
         Err(AdmitError::AlreadyUsed)
     ));
 }
+
+// r[verify config.cache-dir.shared-startup]
+/// A reader holding a fresh file delays opening the store, and does not fail it: the switch
+/// to WAL waits for the lock (here through SQLite's busy handler; the immediate `SQLITE_BUSY`
+/// of two processes switching at once, which `enter_wal` retries, is the CLI's startup-race
+/// test's to provoke).
+#[test]
+fn opening_waits_for_a_reader_to_let_go_of_a_fresh_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("cache.db");
+    let reader = rusqlite::Connection::open(&path).unwrap();
+    reader
+        .execute_batch("CREATE TABLE held (x INTEGER); INSERT INTO held VALUES (1); BEGIN;")
+        .unwrap();
+    let held: i64 = reader
+        .query_row("SELECT count(*) FROM held", [], |row| row.get(0))
+        .unwrap();
+    assert_eq!(held, 1);
+    let opening = {
+        let path = path.clone();
+        std::thread::spawn(move || tc_gate::Store::open(&path).map(drop))
+    };
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        !opening.is_finished(),
+        "the store opened under a reader's lock"
+    );
+    reader.execute_batch("COMMIT").unwrap();
+    opening
+        .join()
+        .unwrap()
+        .expect("the store opens once the reader lets go");
+    drop(reader);
+    let mode: String = rusqlite::Connection::open(&path)
+        .unwrap()
+        .query_row("PRAGMA journal_mode", [], |row| row.get(0))
+        .unwrap();
+    assert_eq!(mode.to_ascii_lowercase(), "wal");
+}
