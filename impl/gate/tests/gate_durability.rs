@@ -461,3 +461,30 @@ fn opening_waits_for_a_reader_to_let_go_of_a_fresh_file() {
         .unwrap();
     assert_eq!(mode.to_ascii_lowercase(), "wal");
 }
+
+// r[verify config.cache-dir.shared-startup]
+/// Stores opened at the same moment on one fresh file all open: the one that switches the
+/// file to WAL holds it exclusively, and SQLite answers the others `SQLITE_BUSY` at once,
+/// which the switch retries (cargo-mutants: without the retry every other tc-gate test
+/// passed).
+#[test]
+fn stores_opened_at_once_on_a_fresh_file_all_open() {
+    const OPENERS: usize = 8;
+    for _ in 0..10 {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cache.db");
+        let barrier = Arc::new(Barrier::new(OPENERS));
+        let openers: Vec<_> = (0..OPENERS)
+            .map(|_| {
+                let (path, barrier) = (path.clone(), Arc::clone(&barrier));
+                std::thread::spawn(move || {
+                    barrier.wait();
+                    tc_gate::Store::open(&path).map(drop)
+                })
+            })
+            .collect();
+        for opener in openers {
+            opener.join().unwrap().expect("every store opens");
+        }
+    }
+}
