@@ -93,6 +93,8 @@ fn a_newer_raise_supersedes_and_only_the_retained_fingerprint_mints() {
     assert!(!f.gate.raise(&DELETE, &old).expect("raise").superseded_older);
     f.clock.advance_ms(1_000);
     assert!(f.gate.raise(&DELETE, &new).expect("raise").superseded_older);
+    // The same fingerprint raised again supersedes nothing (a cargo-mutants survivor).
+    assert!(!f.gate.raise(&DELETE, &new).expect("raise").superseded_older);
 
     let stale = f.gate.issue(&DELETE, Some(old.as_str()));
     assert!(matches!(stale, Err(MintError::StaleStateFp)), "{stale:?}");
