@@ -15,13 +15,22 @@ use tc_gate::{
 use tc_tools::{CallControl, CancellationFlag, ErrorCode};
 use tools_support::{Fx, caller, with_token};
 
-/// The built-in verifier, with the client's cancel landing during the durable consume.
+/// A verifier whose redeem lets the client's cancel land during the durable consume;
+/// `releases` says whether it gives a spent token back (as the built-in one does) or keeps
+/// it spent (as a custom one without release does).
 #[derive(Debug)]
-struct CancelDuringRedeem(CancellationFlag);
+struct CancelDuringRedeem {
+    cancel: CancellationFlag,
+    releases: bool,
+}
 
 impl Verifier for CancelDuringRedeem {
     fn name(&self) -> &'static str {
-        "builtin"
+        if self.releases {
+            "builtin"
+        } else {
+            "keeps-spent"
+        }
     }
 
     fn verify(
@@ -32,26 +41,31 @@ impl Verifier for CancelDuringRedeem {
         current_fp: &mut dyn FnMut() -> StateFp,
     ) -> Result<Redemption, RedeemError> {
         let redeemed = gate.redeem(token, call, current_fp);
-        self.0.cancel();
+        self.cancel.cancel();
         redeemed
     }
 
     fn release(&self, ticket: ReleaseTicket) -> Result<ReleaseOutcome, StoreError> {
-        BuiltinVerifier.release(ticket)
+        if self.releases {
+            BuiltinVerifier.release(ticket)
+        } else {
+            Ok(ticket.keep_spent())
+        }
     }
 }
 
-// r[verify release.cancel]
-// r[verify release.restores]
-#[test]
-fn a_cancel_during_the_durable_consume_gives_the_token_back() {
+/// `delete_note` of `a.md` with a minted token, cancelled during its redeem under a verifier
+/// that `releases` or not: the fixture, the token and the refusal.
+fn cancelled_delete(releases: bool) -> (Fx, serde_json::Value, String, tc_tools::ToolError) {
     let mut fx = Fx::new();
     fx.put("a.md", "a");
     let args = json!({"path": "a.md"});
     let token = fx.require("delete_note", &args);
     let cancel = CancellationFlag::new();
-    fx.pipeline
-        .set_verifier(Arc::new(CancelDuringRedeem(cancel.clone())));
+    fx.pipeline.set_verifier(Arc::new(CancelDuringRedeem {
+        cancel: cancel.clone(),
+        releases,
+    }));
     let prepared = fx
         .pipeline
         .prepare(&caller(), "delete_note", &with_token(&args, &token))
@@ -64,37 +78,23 @@ fn a_cancel_during_the_durable_consume_gives_the_token_back() {
             &CallControl::with_cancel(cancel),
         )
         .unwrap_err();
-    assert_eq!(error.code, ErrorCode::InternalError);
     assert_eq!(error.details.as_ref().unwrap()["reason"], "cancelled");
-    assert_eq!(error.details.as_ref().unwrap()["token_released"], true);
-    assert_eq!(fx.released(), 1);
     assert!(fx.get("a.md").is_some(), "the handler never ran");
-    // The same token, not cancelled this time, applies the call.
     fx.pipeline.set_verifier(Arc::new(BuiltinVerifier));
-    fx.call("delete_note", with_token(&args, &token)).unwrap();
-    assert!(fx.get("a.md").is_none());
+    (fx, args, token, error)
 }
 
-/// A custom verifier that cancels during its redeem and does not implement release.
-#[derive(Debug)]
-struct CancelAndKeepSpent(CancellationFlag);
-
-impl Verifier for CancelAndKeepSpent {
-    fn name(&self) -> &'static str {
-        "keeps-spent"
-    }
-
-    fn verify(
-        &self,
-        gate: &Gate,
-        token: &str,
-        call: &CallBinding<'_>,
-        current_fp: &mut dyn FnMut() -> StateFp,
-    ) -> Result<Redemption, RedeemError> {
-        let redeemed = gate.redeem(token, call, current_fp);
-        self.0.cancel();
-        redeemed
-    }
+// r[verify release.cancel]
+// r[verify release.restores]
+#[test]
+fn a_cancel_during_the_durable_consume_gives_the_token_back() {
+    let (fx, args, token, error) = cancelled_delete(true);
+    assert_eq!(error.code, ErrorCode::InternalError);
+    assert_eq!(error.details.as_ref().unwrap()["token_released"], true);
+    assert_eq!(fx.released(), 1);
+    // The same token, not cancelled this time, applies the call.
+    fx.call("delete_note", with_token(&args, &token)).unwrap();
+    assert!(fx.get("a.md").is_none());
 }
 
 // r[verify release.custom-verifier]
@@ -103,30 +103,9 @@ impl Verifier for CancelAndKeepSpent {
 /// always said true survived).
 #[test]
 fn a_cancel_under_a_verifier_without_release_says_the_token_stays_spent() {
-    let mut fx = Fx::new();
-    fx.put("a.md", "a");
-    let args = json!({"path": "a.md"});
-    let token = fx.require("delete_note", &args);
-    let cancel = CancellationFlag::new();
-    fx.pipeline
-        .set_verifier(Arc::new(CancelAndKeepSpent(cancel.clone())));
-    let prepared = fx
-        .pipeline
-        .prepare(&caller(), "delete_note", &with_token(&args, &token))
-        .unwrap();
-    let error = fx
-        .pipeline
-        .execute(
-            &prepared,
-            prepared.token_approval(),
-            &CallControl::with_cancel(cancel),
-        )
-        .unwrap_err();
-    assert_eq!(error.details.as_ref().unwrap()["reason"], "cancelled");
+    let (fx, args, token, error) = cancelled_delete(false);
     assert_eq!(error.details.as_ref().unwrap()["token_released"], false);
     assert_eq!(fx.released(), 0);
-    assert!(fx.get("a.md").is_some(), "the handler never ran");
-    fx.pipeline.set_verifier(Arc::new(BuiltinVerifier));
     let spent = fx
         .call("delete_note", with_token(&args, &token))
         .unwrap_err();
