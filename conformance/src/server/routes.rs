@@ -431,28 +431,21 @@ impl ServerSut {
         let params = CallToolRequestParams::new(Self::tool_name(call)?).with_arguments(arguments);
         // Http5xx: the stand-in fails the command after recording it; HandlerError: it knows
         // no command, so it answers 404 (not recording it); the timeouts: it records the
-        // command and stalls past the impatient bridge's patience.
-        let mut known = Vec::new();
-        match stage {
-            Stage::Http5xx => self.obsidian.behave(|b| b.status = Some(500)),
-            Stage::Timeout | Stage::OperationTimeout => {
-                self.obsidian.behave(|b| b.delay = world::STALL);
+        // command and stalls past the impatient bridge's patience. Its behaviour is put back
+        // as it was after the step.
+        let mut before = None;
+        self.obsidian.behave(|b| {
+            before = Some(b.clone());
+            match stage {
+                Stage::Http5xx => b.status = Some(500),
+                Stage::Timeout | Stage::OperationTimeout => b.delay = world::STALL,
+                Stage::HandlerError => b.known_commands.clear(),
+                _ => {}
             }
-            Stage::HandlerError => {
-                self.obsidian
-                    .behave(|b| known = std::mem::take(&mut b.known_commands));
-            }
-            _ => {}
-        }
+        });
         let answered = self.send(session, call, params);
-        match stage {
-            Stage::Http5xx => self.obsidian.behave(|b| b.status = None),
-            Stage::Timeout | Stage::OperationTimeout => {
-                self.obsidian
-                    .behave(|b| b.delay = std::time::Duration::ZERO);
-            }
-            Stage::HandlerError => self.obsidian.behave(|b| b.known_commands = known),
-            _ => {}
+        if let Some(before) = before {
+            self.obsidian.behave(|b| *b = before);
         }
         match answered? {
             Answered::Success => {
@@ -473,11 +466,8 @@ impl ServerSut {
                 Refusal::new(clause::DRIFT_REFUSE, RefusalKind::Drift),
             )),
             Answered::Failure { code, .. } if Some(code.as_str()) == stage_code(stage) => {
-                if matches!(
-                    stage,
-                    Stage::Http5xx | Stage::Timeout | Stage::OperationTimeout
-                ) {
-                    // The request was sent: the stand-in saw the command.
+                if stage_code(stage) == Some("operation_timeout") {
+                    // The request was sent and recorded: the stand-in saw the command.
                     self.commands_sent += 1;
                 }
                 let fate = if self.released_since_last()? {
