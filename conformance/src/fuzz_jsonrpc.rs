@@ -248,21 +248,25 @@ fn approvals_since(core: &ServerCore, judged: &mut i64) -> usize {
     }
 }
 
-/// The input as text, without the framing's BOM, `\r` and blanks; `None` when it is not
-/// UTF-8 (and so no JSON, RFC 8259 §8.1).
-fn input_text(input: &[u8]) -> Option<String> {
-    let text = std::str::from_utf8(&input[..input.len() - 1]).ok()?;
-    Some(
-        text.trim_start_matches('\u{feff}')
-            .trim_end_matches('\r')
-            .trim()
-            .to_owned(),
-    )
+/// The input line as the framing reads it (its `\n`, then one trailing `\r`, then a leading
+/// BOM removed), as text; `None` when it is not UTF-8 (and so no JSON, RFC 8259 §8.1). Nothing
+/// else is trimmed: JSON's own whitespace is the parser's business, and a character Rust
+/// calls whitespace but JSON does not (a form feed, say) makes the line no JSON.
+fn input_text(input: &[u8]) -> Option<&str> {
+    let line = &input[..input.len() - 1];
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
+    std::str::from_utf8(line).ok()
+}
+
+/// A line the framing skips: nothing but ASCII whitespace.
+fn is_blank(text: &str) -> bool {
+    text.bytes().all(|b| b.is_ascii_whitespace())
 }
 
 /// The id of the `tools/call` request the input is, if it is one.
 fn call_id(input: &[u8]) -> Option<Value> {
-    let message: Value = serde_json::from_str(&input_text(input)?).ok()?;
+    let message: Value = serde_json::from_str(input_text(input)?).ok()?;
     let id = &message["id"];
     let is_call = message["jsonrpc"] == json!("2.0")
         && message["method"] == json!("tools/call")
@@ -347,8 +351,8 @@ fn check_replies(input: &[u8], awaited: Option<&Value>, lines: &[Value]) {
         .iter()
         .any(|r| r["error"]["code"] == json!(-32700) && r["id"].is_null());
     match input_text(input) {
-        Some(text) if text.is_empty() => return,
-        Some(text) if serde_json::from_str::<Value>(&text).is_ok() => {}
+        Some(text) if is_blank(text) => return,
+        Some(text) if serde_json::from_str::<Value>(text).is_ok() => {}
         _ => {
             assert!(
                 parse_error,

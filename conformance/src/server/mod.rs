@@ -3,7 +3,7 @@
 //! trips.md, cli.md `cli.elicit.*`, events.md).
 //!
 //! [`ServerSut`] runs the MCP server's [`ServerCore`] on real vaults in a temporary folder
-//! with a [`ManualClock`] (one model tick is one second, `elicitTtlSeconds = ttl_ticks`), and
+//! with a [`ManualClock`] (one model tick is a minute, `elicitTtlSeconds = 60 × ttl_ticks`), and
 //! talks to it with rmcp's own client over an in-memory duplex, as stdio sessions of both
 //! protocol eras ([`clients`]). Each action is the product's own exchange:
 //!
@@ -23,7 +23,7 @@
 //!   server with the legacy shim; the server's `elicitation/create` is held open until it is
 //!   answered, or the call is cancelled with `notifications/cancelled`.
 //! - **ChangeTarget**: the note's file is rewritten on disk. **AdvanceClock**: the clock moves
-//!   one second. **Reopen**: every server and session is dropped and new ones are built over
+//!   one tick. **Reopen**: every server and session is dropped and new ones are built over
 //!   the same cacheDir.
 //!
 //! What the product answers is read back into the model's [`Outcome`] only as far as the wire
@@ -65,8 +65,12 @@ use self::world::{Places, Variant};
 
 /// Where the fake clock starts (any fixed instant: runs are reproducible).
 const START_MS: i64 = 1_800_000_000_000;
-/// One model tick.
-pub const TICK_MS: i64 = 1000;
+/// One model tick: a minute of the [`ManualClock`], so `elicitTtlSeconds = 60 × ttl_ticks`.
+/// The legacy shim also bounds its wait for an answer by tokio's timer, in real time, for the
+/// TTL; with a tick of a second that timer fired while a prompt was held open across a
+/// `Timeout` step (which takes the impatient bridge's second) and recorded a refusal the
+/// model had not seen. No run of the comparison spends a minute of real time.
+pub const TICK_MS: i64 = 60_000;
 
 /// Why the server comparison could not execute an action (as opposed to the server
 /// answering it).
