@@ -82,7 +82,11 @@ fn visible(cx: &ToolCx<'_>, path: &str) -> bool {
     if repo::is_hidden(trimmed.as_bytes().as_bstr()) {
         return false;
     }
-    VaultPath::parse(trimmed).is_ok_and(|p| cx.binding.acl.can_read(&p, &cx.caller.scopes))
+    VaultPath::parse(trimmed).is_ok_and(|p| {
+        cx.binding
+            .acl
+            .can_read_at(cx.vault().root(), &p, &cx.caller.scopes)
+    })
 }
 
 /// Adds items to `list` while their wire cost fits in `budget`.

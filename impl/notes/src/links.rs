@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use tc_gate::{ConfirmationTargets, fingerprint_targets};
 use tc_tools::{
     Annotations, Gating, HandlerFailure, Payload, Precheck, Summary, TargetState, Tool, ToolCx,
-    ToolError, ToolSpec,
+    ToolError, ToolSpec, path_state,
 };
 use tc_vault::acl::AclOp;
 use tc_vault::conventions::{ContentFacts, Prior, WriteIntent, WriteKind};
@@ -379,6 +379,15 @@ fn is_bare_marker(line: &str) -> bool {
     rest.trim().is_empty()
 }
 
+/// The dead links a prune_hub_links precheck found.
+fn removed_of(precheck: &Precheck) -> &[String] {
+    precheck
+        .payload
+        .as_ref()
+        .and_then(|p| p.downcast_ref::<Vec<String>>())
+        .map_or(&[], Vec::as_slice)
+}
+
 fn hub_text(path: &VaultPath, content: &NoteContent) -> Result<String, ToolError> {
     Ok(content.utf8(path)?.to_owned())
 }
@@ -394,7 +403,7 @@ impl Tool for PruneHubLinks {
             annotations: Annotations::writes(true, true),
             scope: "write:notes",
             changes_notes: true,
-            gating: Gating::bound_to(ConfirmationTargets::PathAcl),
+            gating: Gating::bound_to(ConfirmationTargets::Custom),
         }
     }
 
@@ -427,6 +436,34 @@ impl Tool for PruneHubLinks {
         })
     }
 
+    // r[impl drift.bind.prune-hub-links]
+    /// The hub's content and the dead links the call would remove (worked out again by each
+    /// call's precheck from the vault's files): a link that became dead since the request,
+    /// with the hub unchanged, would otherwise go without the human having seen it.
+    fn state(
+        &self,
+        cx: &ToolCx<'_>,
+        _args: &PruneHubLinksArgs,
+        precheck: &Precheck,
+    ) -> Result<TargetState, ToolError> {
+        let hub = path_state(cx.vault(), &precheck.declared_paths())?;
+        let mut targets: Vec<(String, Option<String>)> = hub
+            .observed
+            .iter()
+            .map(|(path, hash)| (path.as_str().to_owned(), hash.clone()))
+            .collect();
+        // NUL is in no vault path, so a dead link's entry never stands for a note's.
+        targets.extend(
+            removed_of(precheck)
+                .iter()
+                .map(|target| (format!("\0dead link\0{target}"), None)),
+        );
+        Ok(TargetState {
+            fp: fingerprint_targets(&targets),
+            ..hub
+        })
+    }
+
     fn summary(
         &self,
         _cx: &ToolCx<'_>,
@@ -434,12 +471,7 @@ impl Tool for PruneHubLinks {
         precheck: &Precheck,
         _state: &TargetState,
     ) -> Summary {
-        let removed = precheck
-            .payload
-            .as_ref()
-            .and_then(|p| p.downcast_ref::<Vec<String>>())
-            .cloned()
-            .unwrap_or_default();
+        let removed = removed_of(precheck).to_vec();
         let summary = Summary::new(format!(
             "remove {} dead link(s) from {}",
             removed.len(),

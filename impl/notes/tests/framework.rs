@@ -814,3 +814,86 @@ fn a_move_to_a_name_no_link_can_carry_is_refused_before_anything_changes() {
     .unwrap();
     assert!(fx.get("x|y.md").is_some());
 }
+
+// r[verify results.failure.bounded]
+/// Two million wrong items and a megabyte string: the refusal lists 20 violations, each
+/// short, says there were more, and the whole failure stays a few KiB.
+#[test]
+fn a_refusal_is_small_whatever_the_call_sent() {
+    let registry = registry();
+    let def = registry.get("read_notes").expect("read_notes");
+    let wrong_items = json!({"paths": vec![0; 2_000_000]});
+    let error = def.parse_args(&wrong_items).unwrap_err();
+    assert_eq!(error.code, ErrorCode::ValidationError);
+    let structured = error.to_structured();
+    let errors = structured["details"]["errors"].as_array().unwrap();
+    assert_eq!(
+        errors.len(),
+        tc_tools::schema::MAX_VIOLATIONS,
+        "{structured}"
+    );
+    assert_eq!(structured["details"]["more_errors"], json!(true));
+    assert!(
+        structured.to_string().len() < 16 * 1024,
+        "{}",
+        structured.to_string().len()
+    );
+
+    let huge = "x".repeat(1 << 20);
+    let error = def
+        .parse_args(&json!({"paths": [0], huge.clone(): 1}))
+        .unwrap_err();
+    let structured = error.to_structured();
+    let sent = structured.to_string().len() + error.text().len();
+    assert!(sent < 8 * 1024, "{sent} bytes");
+    assert!(error.text().contains("more bytes]"), "{}", error.text());
+    assert_eq!(
+        error.text(),
+        format!(
+            "Error [validation_error]: {}",
+            structured["message"].as_str().unwrap()
+        )
+    );
+
+    // Any failure, whatever its details: entries that do not fit are left out and named.
+    let bulky = tc_tools::ToolError::new(ErrorCode::InvalidInput, huge.clone())
+        .with_details(json!({"reason": "invalid", "echo": huge}));
+    let structured = bulky.to_structured();
+    assert!(structured.to_string().len() <= 2048 + tc_tools::MAX_DETAILS_BYTES);
+    assert_eq!(structured["details"]["reason"], json!("invalid"));
+    assert_eq!(structured["details"]["cut"]["left_out"], json!(["echo"]));
+}
+
+// r[verify tools.summary.readable-only]
+/// A caller that may write `inbox/` but read only `public/`: the confirmation it asks for
+/// names the note and shows nothing of its text; a note it may read still gets its diff.
+#[test]
+fn a_summary_shows_nothing_of_a_note_the_caller_may_not_read() {
+    let acl = tc_vault::acl::AclConfig {
+        read_paths: Some(vec!["public/**".to_owned()]),
+        write_paths: Some(vec!["**".to_owned()]),
+        ..tc_vault::acl::AclConfig::default()
+    };
+    let fx = Fx::with(Some(acl), Vec::new());
+    fx.put("inbox/diary.md", "my secret diary\nline two\n");
+    fx.put("public/a.md", "old words\n");
+    let hidden = raised_summary(
+        &fx,
+        "write_note",
+        &json!({"path": "inbox/diary.md", "content": "overwritten\n"}),
+    );
+    assert!(!hidden.contains("secret"), "{hidden}");
+    assert!(!hidden.contains("line two"), "{hidden}");
+    assert!(!hidden.contains("bytes"), "{hidden}");
+    assert!(hidden.contains("inbox/diary.md"), "{hidden}");
+    assert!(hidden.contains("not shown"), "{hidden}");
+    let shown = raised_summary(
+        &fx,
+        "write_note",
+        &json!({"path": "public/a.md", "content": "new words\n"}),
+    );
+    assert!(
+        shown.contains("-old words") && shown.contains("+new words"),
+        "{shown}"
+    );
+}

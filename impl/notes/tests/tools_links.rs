@@ -197,6 +197,29 @@ fn prune_hub_links_drift() {
     prune_scenario().drift_refused();
 }
 
+// r[verify drift.bind.prune-hub-links]
+/// The hub unchanged, but a live link becomes dead between the request and the redemption
+/// (its target deleted): the human approved removing two links and a third would go, so it
+/// is drift and the hub keeps every link. A dead link coming back to life is drift too.
+#[test]
+fn prune_hub_links_binds_the_links_it_would_remove() {
+    let fx = Fx::new();
+    (prune_scenario().setup)(&fx);
+    let args = json!({"path": "hub.md", "dry_run": false});
+    let token = fx.require("prune_hub_links", &args);
+    fx.remove("alive.md");
+    let refused = fx.call("prune_hub_links", with_token(&args, &token));
+    assert_eq!(code(refused), ErrorCode::ReplayDrift);
+    assert_eq!(fx.get("hub.md").unwrap(), HUB);
+
+    fx.put("alive.md", "here");
+    let token = fx.require("prune_hub_links", &args);
+    fx.put("gone.md", "back");
+    let refused = fx.call("prune_hub_links", with_token(&args, &token));
+    assert_eq!(code(refused), ErrorCode::ReplayDrift);
+    assert_eq!(fx.get("hub.md").unwrap(), HUB);
+}
+
 #[test]
 fn prune_hub_links_acl_refusal_gives_the_token_back() {
     prune_scenario().acl_releases(deny_write_all());

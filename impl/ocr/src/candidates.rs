@@ -112,7 +112,11 @@ pub fn from_root(
         let Some(kind) = kind_of(path.as_str()) else {
             continue;
         };
-        if !cx.binding.acl.can_read(&path, &cx.caller.scopes) {
+        if !cx
+            .binding
+            .acl
+            .can_read_at(cx.vault().root(), &path, &cx.caller.scopes)
+        {
             continue;
         }
         out.push((path, kind));

@@ -144,7 +144,12 @@ impl ServerHandler for ObsidianTc {
     ) -> Result<ListResourcesResult, ErrorData> {
         let caller = self.caller(&context)?;
         let cursor = request.and_then(|r| r.cursor);
-        self.core.list_resources(&caller, cursor.as_deref())
+        let core = Arc::clone(&self.core);
+        // A listing walks the vault's folders: on the blocking pool, as every vault read is.
+        off_the_workers("listing the notes", move || {
+            core.list_resources(&caller, cursor.as_deref())
+        })
+        .await
     }
 
     async fn read_resource(
@@ -153,8 +158,26 @@ impl ServerHandler for ObsidianTc {
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
         let caller = self.caller(&context)?;
-        self.core
-            .read_resource(&caller, &request.uri)
-            .map(ReadResourceResponse::Complete)
+        let core = Arc::clone(&self.core);
+        off_the_workers("reading the note", move || {
+            core.read_resource(&caller, &request.uri)
+        })
+        .await
+        .map(ReadResourceResponse::Complete)
     }
+}
+
+/// Runs a resource request's file-system work on tokio's blocking pool, so a listing of a
+/// large vault never stalls the workers that serve every other session (a panic there is a
+/// server fault, answered as one).
+async fn off_the_workers<T: Send + 'static>(
+    what: &'static str,
+    work: impl FnOnce() -> Result<T, ErrorData> + Send + 'static,
+) -> Result<T, ErrorData> {
+    tokio::task::spawn_blocking(work).await.unwrap_or_else(|_| {
+        Err(ErrorData::internal_error(
+            format!("the server failed while {what}"),
+            None,
+        ))
+    })
 }

@@ -195,6 +195,26 @@ fn linked_vault() -> Harness {
 }
 
 // r[verify vault.path.links-judged-at-target]
+// r[verify search.acl]
+/// The index holds `public/diary.md` (a link to a note under `private/`) with the target's
+/// words; a search must judge the hit where the link leads, as a read does.
+#[cfg(unix)]
+#[tokio::test]
+async fn search_judges_links_at_their_target() {
+    let h = linked_vault();
+    let client = connect(h.core.clone(), legacy(Reply::Approve)).await;
+    for query in ["secret", "diary"] {
+        let found = success(&call(&client, "search_notes", json!({"query": query})).await);
+        let text = found.to_string();
+        assert!(!text.contains("secret diary"), "{query}: {text}");
+        assert!(!text.contains("diary.md"), "{query}: {text}");
+        assert_eq!(found["results"], json!([]), "{query}: {found}");
+    }
+    let plain = success(&call(&client, "search_notes", json!({"query": "plain"})).await);
+    assert!(plain.to_string().contains("public/plain.md"), "{plain}");
+}
+
+// r[verify vault.path.links-judged-at-target]
 #[cfg(unix)]
 #[tokio::test]
 async fn resources_and_paging_judge_links_at_their_target() {

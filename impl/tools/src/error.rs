@@ -7,6 +7,7 @@
 //! [`ErrorCode`]s, and `retryable` is derived from the code, never set by hand, so the rule
 //! "true only for replay_drift and concurrent_modification" cannot be broken by one site.
 
+use std::borrow::Cow;
 use std::fmt;
 
 use serde_json::{Map, Value, json};
@@ -116,6 +117,14 @@ impl Recovery {
     }
 }
 
+/// The most bytes of a failure's message as sent (its text block repeats it). A message that
+/// echoes a huge argument is cut, so no failure is larger than what the call sent.
+pub const MAX_MESSAGE_BYTES: usize = 2048;
+/// The most bytes of a failure's `details` as sent; the entries that do not fit are left out
+/// and named in `details.cut`. With the message this keeps every failure far under the
+/// governor's floor (spec `floors.hardcoded`).
+pub const MAX_DETAILS_BYTES: usize = 16 * 1024;
+
 /// A refused or failed tool call.
 #[derive(Debug, Clone)]
 pub struct ToolError {
@@ -130,8 +139,54 @@ pub struct ToolError {
 
 impl fmt::Display for ToolError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Error [{}]: {}", self.code, self.message)
+        write!(f, "Error [{}]: {}", self.code, self.shown_message())
     }
+}
+
+/// `text` cut to at most `max` bytes (on a character boundary), the cut marked.
+pub fn cut_text(text: &str, max: usize) -> Cow<'_, str> {
+    if text.len() <= max {
+        return Cow::Borrowed(text);
+    }
+    // Room for the marker: "[… N more bytes]" with N < 10^20.
+    let mut keep = max.saturating_sub(40);
+    while keep > 0 && !text.is_char_boundary(keep) {
+        keep -= 1;
+    }
+    Cow::Owned(format!(
+        "{}[… {} more bytes]",
+        &text[..keep],
+        text.len() - keep
+    ))
+}
+
+// r[impl results.failure.bounded]
+/// `details` within [`MAX_DETAILS_BYTES`] as serialized: entries are kept in order while they
+/// fit, and those left out are named in `cut` with the size the whole had.
+fn bounded_details(details: &Value) -> Value {
+    let size = |value: &Value| serde_json::to_vec(value).map_or(usize::MAX, |bytes| bytes.len());
+    let whole = size(details);
+    if whole <= MAX_DETAILS_BYTES {
+        return details.clone();
+    }
+    // Room for `cut` itself, with the names of what was left out.
+    let mut room = MAX_DETAILS_BYTES / 2;
+    let mut kept = Map::new();
+    let mut left_out = Vec::new();
+    if let Value::Object(entries) = details {
+        for (key, value) in entries {
+            let cost = size(value).saturating_add(key.len() + 4);
+            if cost <= room {
+                room -= cost;
+                kept.insert(key.clone(), value.clone());
+            } else {
+                left_out.push(json!(cut_text(key, 64)));
+            }
+        }
+    }
+    left_out.truncate(32);
+    kept.insert("cut".into(), json!({"bytes": whole, "left_out": left_out}));
+    Value::Object(kept)
 }
 
 impl std::error::Error for ToolError {}
@@ -184,15 +239,20 @@ impl ToolError {
     pub fn to_structured(&self) -> Value {
         let mut object = Map::new();
         object.insert("code".into(), json!(self.code.as_str()));
-        object.insert("message".into(), json!(self.message));
+        object.insert("message".into(), json!(self.shown_message()));
         object.insert("retryable".into(), json!(self.retryable()));
         if let Some(details) = &self.details {
-            object.insert("details".into(), details.clone());
+            object.insert("details".into(), bounded_details(details));
         }
         if let Some(recovery) = &self.recovery {
             object.insert("recovery".into(), recovery.to_json());
         }
         Value::Object(object)
+    }
+
+    /// The message as sent: at most [`MAX_MESSAGE_BYTES`], the cut marked.
+    pub fn shown_message(&self) -> Cow<'_, str> {
+        cut_text(&self.message, MAX_MESSAGE_BYTES)
     }
 
     /// The one text block of the failure: `Error [<code>]: <message>`.

@@ -41,6 +41,7 @@ use crate::context::{CallControl, CallerContext, ToolCx, VaultBinding};
 use crate::error::{ErrorCode, ToolError};
 use crate::paging::PagingSetup;
 use crate::registry::{ParsedArgs, Registry, ToolDef};
+use crate::summary::Summary;
 use crate::tool::{HandlerFailure, Precheck, TargetState, ToolOutput};
 
 /// How the call arrived approved, if at all.
@@ -360,25 +361,42 @@ impl Pipeline {
     }
 
     // r[impl tools.summary]
-    /// The summary the human approves for `prepared`, rendered (bounded and escaped).
+    // r[impl tools.summary.readable-only]
+    /// The summary the human approves for `prepared`, rendered (bounded and escaped). It
+    /// reaches the caller's client too (the round trips' prompts carry it), so what a call
+    /// would change is shown only when the caller may read every path it declares.
     pub fn summary(&self, prepared: &Prepared) -> String {
-        let control = CallControl::default();
-        let cx = self.cx(&prepared.binding, &prepared.caller, &control);
-        prepared
-            .def
-            .tool
-            .summary(
-                &cx,
-                &prepared.args.typed,
-                &prepared.precheck,
-                &prepared.state,
-            )
-            .render(
-                prepared.tool(),
-                prepared.vault_id(),
-                &prepared.caller.id,
-                prepared.args_hash(),
-            )
+        let root = prepared.binding.vault.root();
+        let unreadable = prepared.precheck.acl.iter().find(|(_, path)| {
+            !prepared
+                .binding
+                .acl
+                .can_read_at(root, path, &prepared.caller.scopes)
+        });
+        let summary = match unreadable {
+            Some((_, path)) => {
+                Summary::targets_only(prepared.tool(), &prepared.precheck).detail(format!(
+                    "what it would change is not shown: this caller may not read {path}; \
+                     look at the vault itself before approving"
+                ))
+            }
+            None => {
+                let control = CallControl::default();
+                let cx = self.cx(&prepared.binding, &prepared.caller, &control);
+                prepared.def.tool.summary(
+                    &cx,
+                    &prepared.args.typed,
+                    &prepared.precheck,
+                    &prepared.state,
+                )
+            }
+        };
+        summary.render(
+            prepared.tool(),
+            prepared.vault_id(),
+            &prepared.caller.id,
+            prepared.args_hash(),
+        )
     }
 
     // r[impl gate.raise.record]

@@ -16,7 +16,7 @@ use schemars::generate::SchemaSettings;
 use schemars::{JsonSchema, SchemaGenerator};
 use serde_json::{Map, Value, json};
 
-use crate::error::{ErrorCode, ToolError};
+use crate::error::{ErrorCode, ToolError, cut_text};
 
 /// The description of the common `vault` argument.
 pub const VAULT_DESCRIPTION: &str =
@@ -258,6 +258,8 @@ impl ArgsValidator {
                     )],
                 }
             })
+            // One past the most shown tells that there were more, without judging them all.
+            .take(MAX_VIOLATIONS + 1)
             .collect();
         if !found.is_empty() {
             return Err(violations(tool, found));
@@ -280,18 +282,40 @@ fn type_name(value: &Value) -> &'static str {
     }
 }
 
+/// The most schema violations a `validation_error` lists (`details.more_errors` says when
+/// there were more).
+pub const MAX_VIOLATIONS: usize = 20;
+/// The most bytes of a violation's pointer or message (a message may echo the value).
+const MAX_VIOLATION_BYTES: usize = 240;
+
+// r[impl results.failure.bounded]
 fn violations(tool: &str, found: Vec<(String, String)>) -> ToolError {
-    let first = found
+    let more = found.len() > MAX_VIOLATIONS;
+    let shown: Vec<(String, String)> = found
+        .into_iter()
+        .take(MAX_VIOLATIONS)
+        .map(|(pointer, message)| {
+            (
+                cut_text(&pointer, MAX_VIOLATION_BYTES).into_owned(),
+                cut_text(&message, MAX_VIOLATION_BYTES).into_owned(),
+            )
+        })
+        .collect();
+    let first = shown
         .first()
         .map(|(pointer, message)| format!("argument {pointer}: {message}"))
         .unwrap_or_default();
-    let list: Vec<Value> = found
+    let list: Vec<Value> = shown
         .iter()
         .map(|(pointer, message)| json!({"pointer": pointer, "message": message}))
         .collect();
+    let mut details = json!({"errors": list});
+    if more {
+        details["more_errors"] = json!(true);
+    }
     ToolError::new(
         ErrorCode::ValidationError,
         format!("the arguments do not match the {tool} schema: {first}"),
     )
-    .with_details(json!({"errors": list}))
+    .with_details(details)
 }

@@ -17,6 +17,8 @@ use crate::tool::Precheck;
 pub const MAX_SUMMARY_BYTES: usize = 4096;
 /// The most lines of a diff a summary shows.
 pub const MAX_DIFF_LINES: usize = 24;
+/// How long a summary's diff is looked for before the one found so far is shown.
+pub const DIFF_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(100);
 /// The most bytes of one line of a summary.
 pub const MAX_LINE_BYTES: usize = 240;
 /// The most items (notes, links) a summary names one by one; the rest are counted.
@@ -82,24 +84,41 @@ impl Summary {
         self
     }
 
+    // r[impl tools.summary.diff-bounded]
     /// Adds a unified diff of `old` → `new` (at most [`MAX_DIFF_LINES`] lines, the rest
-    /// counted).
+    /// counted). The diff is looked for for at most [`DIFF_TIMEOUT`]: Myers' algorithm on two
+    /// long and unrelated texts would otherwise hold a thread for hours, and past the deadline
+    /// `similar` gives a diff that is correct but not minimal. Only the lines shown are
+    /// rendered; the rest are counted.
     pub fn diff(mut self, old: &str, new: &str) -> Self {
-        let diff = similar::TextDiff::from_lines(old, new);
-        let text = diff
-            .unified_diff()
-            .context_radius(2)
-            .header("before", "after")
-            .to_string();
-        let lines: Vec<&str> = text.lines().collect();
-        for line in lines.iter().take(MAX_DIFF_LINES) {
-            self.details.push((*line).to_owned());
+        let diff = similar::TextDiff::configure()
+            .timeout(DIFF_TIMEOUT)
+            .diff_lines(old, new);
+        let mut unified = diff.unified_diff();
+        unified.context_radius(2);
+        let mut lines = DiffLines::default();
+        for (index, hunk) in unified.iter_hunks().enumerate() {
+            if index == 0 {
+                lines.show(|| "--- before".to_owned());
+                lines.show(|| "+++ after".to_owned());
+            }
+            lines.show(|| hunk.header().to_string());
+            for change in hunk.iter_changes() {
+                lines.show(|| {
+                    let value = change.to_string_lossy();
+                    let value = value.strip_suffix('\n').unwrap_or(&value);
+                    let value = value.strip_suffix('\r').unwrap_or(value);
+                    format!("{}{value}", change.tag())
+                });
+                if change.missing_newline() {
+                    lines.show(|| "\\ No newline at end of file".to_owned());
+                }
+            }
         }
-        if lines.len() > MAX_DIFF_LINES {
-            self.details.push(format!(
-                "[… {} more diff lines]",
-                lines.len() - MAX_DIFF_LINES
-            ));
+        self.details.extend(lines.shown);
+        if lines.more > 0 {
+            self.details
+                .push(format!("[… {} more diff lines]", lines.more));
         }
         self
     }
@@ -145,6 +164,23 @@ impl Summary {
         }
         out.push_str(&body);
         out.trim_end().to_owned()
+    }
+}
+
+/// The lines of a diff a summary shows, and how many more there were (never rendered).
+#[derive(Default)]
+struct DiffLines {
+    shown: Vec<String>,
+    more: usize,
+}
+
+impl DiffLines {
+    fn show(&mut self, line: impl FnOnce() -> String) {
+        if self.shown.len() < MAX_DIFF_LINES {
+            self.shown.push(line());
+        } else {
+            self.more += 1;
+        }
     }
 }
 
@@ -353,6 +389,60 @@ mod tests {
         let summary = Summary::new("x").diff(&old, &new);
         assert!(summary.details.len() <= MAX_DIFF_LINES + 1);
         assert!(summary.details.last().unwrap().contains("more diff lines"));
+    }
+
+    // r[verify tools.summary.diff-bounded]
+    /// Two long texts with no line in common: without a deadline Myers' search on them runs
+    /// for hours. Run on its own thread, so a hang fails the test instead of stalling it.
+    #[test]
+    fn a_diff_of_long_unrelated_texts_is_found_promptly_and_counted_exactly() {
+        let (sent, received) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let old: String = (0..200_000).map(|i| format!("a{i}\n")).collect();
+            let new: String = (0..200_000).map(|i| format!("b{i}\n")).collect();
+            let _ = sent.send(Summary::new("x").diff(&old, &new));
+        });
+        let summary = received
+            .recv_timeout(std::time::Duration::from_secs(300))
+            .expect("the diff of two long unrelated texts never came");
+        assert_eq!(summary.details.len(), MAX_DIFF_LINES + 1);
+        assert_eq!(
+            summary.details[..3],
+            ["--- before", "+++ after", "@@ -1,200000 +1,200000 @@"]
+        );
+        // No line in common: every diff deletes all 200,000 and inserts all 200,000.
+        let total = 3 + 400_000;
+        assert_eq!(
+            summary.details[MAX_DIFF_LINES],
+            format!("[… {} more diff lines]", total - MAX_DIFF_LINES)
+        );
+    }
+
+    // r[verify tools.summary.write]
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+        /// The lines shown, and the count of the rest, are those of `similar`'s own rendering
+        /// of the whole unified diff (for lines ended by `\n` or `\r\n`; a lone `\r`, which
+        /// `similar` also takes for a line end, is shown on a line of its own here).
+        #[test]
+        fn the_diff_shown_is_the_start_of_the_whole_unified_diff(
+            old in proptest::collection::vec("[ab]{0,3}(\r?\n)?", 0..40),
+            new in proptest::collection::vec("[ab]{0,3}(\r?\n)?", 0..40),
+        ) {
+            let (old, new) = (old.concat(), new.concat());
+            let whole = similar::TextDiff::from_lines(&old, &new)
+                .unified_diff()
+                .context_radius(2)
+                .header("before", "after")
+                .to_string();
+            let mut expected: Vec<String> = whole.lines().map(str::to_owned).collect();
+            if expected.len() > MAX_DIFF_LINES {
+                let more = expected.len() - MAX_DIFF_LINES;
+                expected.truncate(MAX_DIFF_LINES);
+                expected.push(format!("[… {more} more diff lines]"));
+            }
+            prop_assert_eq!(Summary::new("x").diff(&old, &new).details, expected);
+        }
     }
 
     proptest! {

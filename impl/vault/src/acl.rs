@@ -253,11 +253,6 @@ impl Acl {
         Ok(())
     }
 
-    /// Shorthand for listings, which leave out what the caller may not read.
-    pub fn can_read(&self, path: &VaultPath, scopes: &Scopes) -> bool {
-        self.check(AclOp::Read, path, scopes).is_ok()
-    }
-
     // r[impl vault.path.links-judged-at-target]
     /// [`Acl::check`] on the caller's spelling and on every place in the vault a link on
     /// the path really leads to ([`VaultRoot::link_targets`]), so a link never grants more
@@ -285,7 +280,9 @@ impl Acl {
         Ok(())
     }
 
-    /// [`Acl::can_read`] judged at the link targets as well ([`Acl::check_at`]).
+    /// Whether the caller may read `path`, judged on its spelling and at every place a link
+    /// on it leads to ([`Acl::check_at`]). There is no check of the spelling alone: a link
+    /// must never show what its target hides, wherever a path is judged.
     pub fn can_read_at(&self, root: &VaultRoot, path: &VaultPath, scopes: &Scopes) -> bool {
         self.check_at(root, AclOp::Read, path, scopes).is_ok()
     }

@@ -69,6 +69,10 @@ pub enum RunWait {
     Block,
     /// Leave it to a run going on.
     IfIdle,
+    /// Wait at most this long for a run going on to end, then run; past it, leave it to
+    /// that run. A search asks this: the run the watcher started for the very change it
+    /// looks for usually ends within milliseconds, and a long backlog must not hold it.
+    Briefly(std::time::Duration),
 }
 
 impl VaultIndex {
@@ -89,6 +93,18 @@ impl VaultIndex {
             (RunWait::IfIdle, Err(TryLockError::WouldBlock)) => return Ok(0),
             (RunWait::Block, Err(TryLockError::WouldBlock)) => {
                 embeddings.run.lock().unwrap_or_else(|e| e.into_inner())
+            }
+            (RunWait::Briefly(patience), Err(TryLockError::WouldBlock)) => {
+                let deadline = std::time::Instant::now() + patience;
+                loop {
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                    match embeddings.run.try_lock() {
+                        Ok(guard) => break guard,
+                        Err(TryLockError::Poisoned(e)) => break e.into_inner(),
+                        Err(TryLockError::WouldBlock) if std::time::Instant::now() < deadline => {}
+                        Err(TryLockError::WouldBlock) => return Ok(0),
+                    }
+                }
             }
         };
         let mut generation = None;

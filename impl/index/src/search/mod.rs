@@ -227,9 +227,10 @@ impl Tool for SearchNotes {
         let limit = args.limit.clamp(1, 100) as usize;
         let acl = &cx.binding.acl;
         let scopes = &cx.caller.scopes;
+        let root = cx.vault().root();
         // r[impl search.acl]
         let keep = |path: &str| {
-            tc_vault::path::VaultPath::parse(path).is_ok_and(|p| acl.can_read(&p, scopes))
+            tc_vault::path::VaultPath::parse(path).is_ok_and(|p| acl.can_read_at(root, &p, scopes))
         };
         let searched = match args.mode {
             SearchMode::Text => {

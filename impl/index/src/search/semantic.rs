@@ -13,6 +13,10 @@ use super::text::{self, Ranked, in_scope, tagged};
 use crate::embed::{CALL_BATCHES, EmbedError, RunWait};
 use crate::index::VaultIndex;
 
+/// How long a search waits for an embedding run going on to end before it searches what is
+/// embedded (spec `search.embeddings.store`).
+const RUN_PATIENCE: std::time::Duration = std::time::Duration::from_millis(500);
+
 /// Reciprocal-rank fusion's constant (the usual 60: a rank's weight falls off slowly, so
 /// a note ranked well by one side and not at all by the other still places).
 const RRF_K: f64 = 60.0;
@@ -61,7 +65,7 @@ pub(crate) fn query_vector(
         .map_err(|e| unavailable(mode, Some(&e)))?
         .pop()
         .ok_or_else(|| unavailable(mode, None))?;
-    if let Err(error) = index.embed_pending(Some(CALL_BATCHES), RunWait::IfIdle) {
+    if let Err(error) = index.embed_pending(Some(CALL_BATCHES), RunWait::Briefly(RUN_PATIENCE)) {
         // The query was embedded, so the endpoint answers; the chunks that failed are
         // left to the next run, and what is embedded is searched.
         tracing::warn!(vault = %index.vault_id(), "embedding changed chunks: {error}");

@@ -252,7 +252,11 @@ impl Tool for SearchEntities {
         // The row past `limit` only tells whether there is more.
         for hit in hits.iter().take(args.limit as usize) {
             let readable = match hit.entity.note_path.as_deref().map(VaultPath::parse_note) {
-                Some(Ok(path)) => cx.binding.acl.can_read(&path, &cx.caller.scopes),
+                Some(Ok(path)) => {
+                    cx.binding
+                        .acl
+                        .can_read_at(cx.vault().root(), &path, &cx.caller.scopes)
+                }
                 Some(Err(_)) => false,
                 None => true,
             };

@@ -5,7 +5,7 @@
 use std::fmt;
 
 use tc_vault::acl::{Acl, Scopes};
-use tc_vault::path::VaultPath;
+use tc_vault::path::{VaultPath, VaultRoot};
 use tc_vault::walk::Candidate;
 
 /// The candidates of explicit `paths` from index `start`: each must be a note path
@@ -34,6 +34,7 @@ pub(super) fn note_path_candidates(
 /// it consumes.
 pub(super) struct FolderCandidates<'r, I> {
     inner: I,
+    root: &'r VaultRoot,
     acl: &'r Acl,
     scopes: &'r Scopes,
     pub(super) max_position_len: usize,
@@ -46,9 +47,16 @@ pub(super) struct FolderCandidates<'r, I> {
 }
 
 impl<'r, I: Iterator<Item = Candidate>> FolderCandidates<'r, I> {
-    pub(super) fn new(inner: I, acl: &'r Acl, scopes: &'r Scopes, max_position_len: usize) -> Self {
+    pub(super) fn new(
+        inner: I,
+        root: &'r VaultRoot,
+        acl: &'r Acl,
+        scopes: &'r Scopes,
+        max_position_len: usize,
+    ) -> Self {
         FolderCandidates {
             inner,
+            root,
             acl,
             scopes,
             max_position_len,
@@ -61,7 +69,7 @@ impl<'r, I: Iterator<Item = Candidate>> FolderCandidates<'r, I> {
 
     fn next_readable(&mut self) -> Option<Candidate> {
         self.inner.find(|candidate| match candidate {
-            Candidate::Path(path) => self.acl.can_read(path, self.scopes),
+            Candidate::Path(path) => self.acl.can_read_at(self.root, path, self.scopes),
             Candidate::Refused { .. } => true,
         })
     }

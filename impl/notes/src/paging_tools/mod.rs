@@ -436,8 +436,13 @@ fn page<E: EntryEncoder>(
                 WalkFilter::Notes,
                 after.as_ref(),
             )?;
-            let mut candidates =
-                FolderCandidates::new(walk_candidates(walk), ctx.acl, scopes, usize::MAX);
+            let mut candidates = FolderCandidates::new(
+                walk_candidates(walk),
+                ctx.vault.root(),
+                ctx.acl,
+                scopes,
+                usize::MAX,
+            );
             let reserve = candidates
                 .first_position_len()
                 .map_or(0, |len| len.max(position_reserve(ctx.limits.page_budget())));
