@@ -149,10 +149,7 @@ pub fn cut_text(text: &str, max: usize) -> Cow<'_, str> {
         return Cow::Borrowed(text);
     }
     // Room for the marker: "[… N more bytes]" with N < 10^20.
-    let mut keep = max.saturating_sub(40);
-    while keep > 0 && !text.is_char_boundary(keep) {
-        keep -= 1;
-    }
+    let keep = crate::summary::floor_char_boundary(text, max.saturating_sub(40));
     Cow::Owned(format!(
         "{}[… {} more bytes]",
         &text[..keep],

@@ -184,7 +184,8 @@ impl DiffLines {
     }
 }
 
-fn floor_char_boundary(text: &str, at: usize) -> usize {
+/// The largest char boundary of `text` at or before `at`.
+pub(crate) fn floor_char_boundary(text: &str, at: usize) -> usize {
     let mut at = at.min(text.len());
     while at > 0 && !text.is_char_boundary(at) {
         at -= 1;
