@@ -374,7 +374,10 @@ fn undo(cx: &ToolCx<'_>, written: &[(NotePlan, NoteWritten)]) {
                     &Precondition::HashIs(outcome.content_hash.clone()),
                 )
                 .map(|_| ()),
-            None => cx.vault().delete(&plan.path),
+            None => cx.vault().delete(
+                &plan.path,
+                &Precondition::HashIs(outcome.content_hash.clone()),
+            ),
         };
     }
 }

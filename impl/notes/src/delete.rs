@@ -14,6 +14,7 @@ use tc_tools::{
 use tc_vault::acl::AclOp;
 use tc_vault::conventions::{Prior, WriteIntent, WriteKind};
 use tc_vault::error::VaultError;
+use tc_vault::vault::Precondition;
 
 use crate::common::{exists_error, not_found, note, preflight, read_as_observed};
 
@@ -101,8 +102,12 @@ impl Tool for DeleteNote {
     ) -> Result<DeleteNoteOutput, HandlerFailure> {
         let path = note(&args.path)?;
         let current = read_as_observed(cx, state, &path)?.ok_or_else(|| not_found(&path))?;
+        // r[impl vault.remove.locked]
+        // Checked again under the note's lock: an append landing after the read above is
+        // refused, not deleted with the approved content.
+        let approved = Precondition::HashIs(current.hash.clone());
         if args.permanent {
-            cx.vault().delete(&path)?;
+            cx.vault().delete(&path, &approved)?;
             Ok(DeleteNoteOutput {
                 path: path.as_str().to_owned(),
                 permanent: true,
@@ -110,7 +115,7 @@ impl Tool for DeleteNote {
                 snapshot_id: None,
             })
         } else {
-            let info = cx.vault().snapshot_and_delete(&path)?;
+            let info = cx.vault().snapshot_and_delete(&path, &approved)?;
             Ok(DeleteNoteOutput {
                 path: path.as_str().to_owned(),
                 permanent: false,

@@ -12,7 +12,6 @@ use tc_tools::{
 };
 use tc_vault::acl::AclOp;
 use tc_vault::conventions::{ContentFacts, ConventionBlocked, Prior, WriteIntent, WriteKind};
-use tc_vault::error::VaultError;
 use tc_vault::links::{LinkMatcher, LinkResolver, LinkRewrite, validate_link_target};
 use tc_vault::path::{FolderPath, VaultPath};
 use tc_vault::rewrite::{RewritePlan, build_resolver, plan_backlinks};
@@ -300,31 +299,37 @@ impl Tool for MoveNote {
         &self,
         cx: &ToolCx<'_>,
         args: &MoveNoteArgs,
-        _precheck: &Precheck,
+        precheck: &Precheck,
         state: &TargetState,
     ) -> Result<MoveNoteOutput, HandlerFailure> {
         let from = note(&args.from)?;
         let to = note(&args.to)?;
         let source = read_as_observed(cx, state, &from)?.ok_or_else(|| not_found(&from))?;
         let target = read_as_observed(cx, state, &to)?;
+        // r[impl tools.move-note.backlinks-declared]
+        // The plan this call's precheck made is the one whose notes the folder ACL judged
+        // and whose states the approval binds; a plan made again here could take in a note
+        // linked since, which neither judged.
         let plan = if args.update_backlinks {
-            let plan = backlink_plan(cx, &from, &to)?;
-            judge_backlinks(cx, &plan, &to)
-                .map_err(HandlerFailure::ConventionBlockedBeforeWrite)?;
+            let plan = precheck
+                .payload
+                .as_ref()
+                .and_then(|p| p.downcast_ref::<RewritePlan>())
+                .ok_or_else(|| ToolError::internal("the move's backlink plan"))?;
+            judge_backlinks(cx, plan, &to).map_err(HandlerFailure::ConventionBlockedBeforeWrite)?;
             Some(plan)
         } else {
             None
         };
-        // The source is checked again right before the rename (the observed hash guard).
-        if cx.vault().read(&from)?.hash != source.hash {
-            return Err(ToolError::from(VaultError::ConcurrentModification {
-                path: from.as_str().to_owned(),
-                expected: source.hash,
-                actual: "changed".to_owned(),
-            })
-            .into());
-        }
-        cx.vault().rename(&from, &to, target.is_some())?;
+        // r[impl vault.remove.locked]
+        // The source and the note it replaces are checked again under their locks, so a
+        // write landing after the reads above is refused, not moved or overwritten.
+        cx.vault().rename(
+            &from,
+            &to,
+            &Precondition::HashIs(source.hash),
+            &guard_for(target.as_ref()),
+        )?;
         let mut report = BacklinkReport {
             notes_updated: Vec::new(),
             notes_count: 0,

@@ -768,6 +768,38 @@ fn a_backlink_the_caller_may_not_change_refuses_the_move_by_name() {
     assert!(fx.get("projects/a.md").is_some());
 }
 
+// r[verify tools.move-note.backlinks-declared]
+#[test]
+fn a_move_rewrites_only_the_backlinks_its_precheck_planned_and_judged() {
+    let fx = Fx::with(
+        Some(tc_vault::acl::AclConfig {
+            write_paths: Some(vec!["inbox/**".into()]),
+            ..tc_vault::acl::AclConfig::default()
+        }),
+        Vec::new(),
+    );
+    fx.put("inbox/a.md", "A\n");
+    fx.put("inbox/l.md", "see [[a]]\n");
+    // A rename in its folder needs no confirmation; the plan is the precheck's.
+    let args = json!({"from": "inbox/a.md", "to": "inbox/b.md"});
+    let prepared = fx.pipeline.prepare(&caller(), "move_note", &args).unwrap();
+    assert!(!prepared.needs_confirmation());
+    // A note the caller may read but not write links to it after the ACL judged the plan.
+    fx.put("archive/late.md", "also [[a]]\n");
+    let out = fx
+        .pipeline
+        .execute(&prepared, tc_tools::Approval::None, &Default::default())
+        .unwrap()
+        .to_value();
+    assert_eq!(out["backlinks"]["notes_count"], 1, "{out}");
+    assert_eq!(fx.get("inbox/l.md").as_deref(), Some("see [[b]]\n"));
+    assert_eq!(
+        fx.get("archive/late.md").as_deref(),
+        Some("also [[a]]\n"),
+        "a note outside writePaths is not written"
+    );
+}
+
 // r[verify results.bounded-mutations]
 #[test]
 fn a_move_with_many_backlinks_reports_counts_and_the_first_hundred() {

@@ -5,6 +5,7 @@ mod tools_support;
 use serde_json::json;
 use tc_tools::ErrorCode;
 use tc_vault::acl::AclConfig;
+use tc_vault::vault::Precondition;
 use tools_support::{Fx, Scenario, code, deny_write_all, forbid_all, with_token};
 
 fn delete_scenario() -> Scenario<'static> {
@@ -108,7 +109,9 @@ fn restore_scenario() -> Scenario<'static> {
             if vault.snapshots(Some(&path)).unwrap().is_empty() {
                 // The deleted note to restore (the vault layer deletes it, whatever the ACL).
                 fx.put("a.md", "v1");
-                vault.snapshot_and_delete(&path).unwrap();
+                vault
+                    .snapshot_and_delete(&path, &Precondition::None)
+                    .unwrap();
             }
         },
         applied: &|fx| assert_eq!(fx.get("a.md").unwrap(), "v1"),
@@ -121,7 +124,10 @@ fn restore_scenario() -> Scenario<'static> {
                 .vault("main")
                 .unwrap()
                 .vault
-                .snapshot_and_delete(&tc_vault::VaultPath::parse("a.md").unwrap())
+                .snapshot_and_delete(
+                    &tc_vault::VaultPath::parse("a.md").unwrap(),
+                    &Precondition::None,
+                )
                 .unwrap();
         },
     }

@@ -71,9 +71,14 @@ impl Server {
     /// A `write_note`; a call that needs confirmation (an overwrite) is approved the way an
     /// accepted form approves it, bound to the state the call was prepared on.
     fn write_note(&self, args: &Value) -> Result<Value, ToolError> {
+        self.call("write_note", args)
+    }
+
+    /// A call of `tool`, approved as [`Server::write_note`] approves one when it needs it.
+    fn call(&self, tool: &str, args: &Value) -> Result<Value, ToolError> {
         let caller = CallerContext::new("stdio", Scopes::all());
         let control = CallControl::default();
-        let prepared = self.pipeline.prepare(&caller, "write_note", args)?;
+        let prepared = self.pipeline.prepare(&caller, tool, args)?;
         let approval = if prepared.needs_confirmation() {
             Approval::Verified {
                 state_fp: prepared.state_fp().clone(),
@@ -236,6 +241,87 @@ fn appends_from_threads_all_land() {
         assert!(refused.is_empty(), "shared server {shared}: {refused:?}");
         check_all_appended(&note_text(dir.path()), &tags);
     }
+}
+
+/// Races an approved removal of `race.md` (the closure's call) with one unconfirmed append
+/// to it, `ROUNDS` times: an append that was answered ok is in the vault afterwards, either
+/// because the removal was refused (`replay_drift` or `concurrent_modification`) or because the append came
+/// after it and made the note anew. The removal is prepared, and so bound to the note's
+/// state, before the race starts, as a call redeemed after the human's approval is.
+fn race_removal_with_an_append(what: &str, setup: impl Fn(&Path), removal: Value, tool: &str) {
+    let dir = new_vault_dir();
+    let server = Server::on(dir.path());
+    let caller = CallerContext::new("stdio", Scopes::all());
+    let mut refused = 0;
+    for round in 0..ROUNDS {
+        std::fs::write(dir.path().join("vault").join(NOTE), "start\n").unwrap();
+        setup(dir.path());
+        let prepared = server.pipeline.prepare(&caller, tool, &removal).unwrap();
+        assert!(prepared.needs_confirmation(), "{what}");
+        let approval = Approval::Verified {
+            state_fp: prepared.state_fp().clone(),
+            route: NonTokenRoute::RequestState,
+        };
+        let line = format!("r{round}");
+        let barrier = Barrier::new(2);
+        let (removed, appended) = std::thread::scope(|s| {
+            let remover = s.spawn(|| {
+                barrier.wait();
+                server
+                    .pipeline
+                    .execute(&prepared, approval, &CallControl::default())
+                    .map(|_| ())
+            });
+            let appender = s.spawn(|| {
+                barrier.wait();
+                server.write_note(&json!({"path": NOTE, "content": line, "mode": "append"}))
+            });
+            (remover.join().unwrap(), appender.join().unwrap())
+        });
+        if let Err(e) = &removed {
+            // Refused at the drift check before the handler, or under the lock in it.
+            let lost_race = ["replay_drift", "concurrent_modification"].contains(&e.code.as_str());
+            assert!(lost_race, "{what}: {e:?}");
+            refused += 1;
+        }
+        if appended.is_ok() {
+            let kept =
+                std::fs::read_to_string(dir.path().join("vault").join(NOTE)).unwrap_or_default();
+            assert!(
+                kept.lines().any(|l| l == line),
+                "{what}, round {round}: the append was answered ok and is gone ({removed:?}, note {kept:?})"
+            );
+        }
+    }
+    eprintln!("{what}: {refused} of {ROUNDS} removals lost the race to the append");
+}
+
+// r[verify vault.remove.locked]
+#[test]
+fn an_approved_delete_never_takes_an_append_that_landed_after_its_read() {
+    for permanent in [true, false] {
+        race_removal_with_an_append(
+            if permanent {
+                "permanent delete"
+            } else {
+                "delete to a snapshot"
+            },
+            |_| {},
+            json!({"path": NOTE, "permanent": permanent}),
+            "delete_note",
+        );
+    }
+}
+
+// r[verify vault.remove.locked]
+#[test]
+fn an_approved_move_never_replaces_an_append_that_landed_after_its_read() {
+    race_removal_with_an_append(
+        "move over the note",
+        |dir| std::fs::write(dir.join("vault").join("other.md"), "other\n").unwrap(),
+        json!({"from": "other.md", "to": NOTE, "overwrite": true, "update_backlinks": false}),
+        "move_note",
+    );
 }
 
 // ---------------------------------------------------------------- processes

@@ -341,7 +341,12 @@ mod tests {
         let paths: Vec<&str> = plan.notes.iter().map(|n| n.path.as_str()).collect();
         assert_eq!(paths, ["a.md", "new/deeper/Plan.md"]);
         vault
-            .rename(&p("old/Plan.md"), &p("new/deeper/Plan.md"), false)
+            .rename(
+                &p("old/Plan.md"),
+                &p("new/deeper/Plan.md"),
+                &Precondition::None,
+                &Precondition::MustNotExist,
+            )
             .unwrap();
         plan.apply(&vault).unwrap();
         assert_eq!(

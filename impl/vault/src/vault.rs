@@ -323,19 +323,28 @@ impl Vault {
         write_locked(path, &target, bytes, precondition, mode)
     }
 
-    /// Deletes a note for good (no snapshot).
-    pub fn delete(&self, path: &VaultPath) -> VaultResult<()> {
+    /// Deletes a note for good (no snapshot), once `expected` holds of it under its lock.
+    pub fn delete(&self, path: &VaultPath, expected: &Precondition) -> VaultResult<()> {
         let target = self.root.resolve_for_write(path)?;
         let _held = self.lock_notes(path, &[&target])?;
         note_metadata_nofollow(path, &target)?;
+        self.check_locked(path, expected)?;
         fs::remove_file(&target).map_err(|e| not_found_or_io(path, "delete", e))?;
         sync_parent(path, &target)
     }
 
-    /// Moves a note, creating the destination's folders. Without `overwrite` an existing
-    /// note at `to` refuses with `note_exists` (atomically: no window where both exist and
-    /// a racing writer's note is replaced). Folders are not moved by this call.
-    pub fn rename(&self, from: &VaultPath, to: &VaultPath, overwrite: bool) -> VaultResult<()> {
+    /// Moves a note, creating the destination's folders, once `from_expected` holds of the
+    /// source and `to_expected` of the destination, both under their locks. With
+    /// `to_expected` [`Precondition::MustNotExist`] an existing note at `to` refuses with
+    /// `note_exists` atomically (no window where both exist and a racing writer's note is
+    /// replaced); anything else replaces what is at `to`. Folders are not moved by this call.
+    pub fn rename(
+        &self,
+        from: &VaultPath,
+        to: &VaultPath,
+        from_expected: &Precondition,
+        to_expected: &Precondition,
+    ) -> VaultResult<()> {
         let source = self.root.resolve_for_write(from)?;
         let target = self.root.resolve_for_write(to)?;
         let _held = self.lock_notes(from, &[&source, &target])?;
@@ -345,14 +354,29 @@ impl Vault {
                 path: to.as_str().to_owned(),
             });
         }
+        self.check_locked(from, from_expected)?;
         create_parent(to, &target)?;
-        if overwrite {
-            fs::rename(&source, &target).map_err(|e| not_found_or_io(from, "move", e))?;
-        } else {
+        if *to_expected == Precondition::MustNotExist {
             rename_no_clobber(from, to, &source, &target)?;
+        } else {
+            self.check_locked(to, to_expected)?;
+            fs::rename(&source, &target).map_err(|e| not_found_or_io(from, "move", e))?;
         }
         sync_parent(to, &target)?;
         sync_parent(from, &source)
+    }
+
+    // r[impl vault.remove.locked]
+    /// Checks `expected` of the note at `path` as a reader sees it (through a final link
+    /// inside the vault, as the hash the approval covers was taken), for a removal or a
+    /// rename whose lock the caller holds. Unlike a write's precondition it does not ask for
+    /// UTF-8: removing or moving a note needs no text of it.
+    fn check_locked(&self, path: &VaultPath, expected: &Precondition) -> VaultResult<()> {
+        if *expected == Precondition::None {
+            return Ok(());
+        }
+        let current = self.read_if_exists(path)?;
+        check_precondition(path, expected, current.as_ref().map(|c| c.hash.as_str()))
     }
 
     /// Copies a note; the copy is written atomically like any write.
@@ -818,24 +842,44 @@ mod tests {
             .unwrap();
         assert_eq!(
             f.vault
-                .rename(&p("a.md"), &p("b.md"), false)
+                .rename(
+                    &p("a.md"),
+                    &p("b.md"),
+                    &Precondition::None,
+                    &Precondition::MustNotExist
+                )
                 .unwrap_err()
                 .code(),
             "note_exists"
         );
         assert_eq!(f.vault.read(&p("a.md")).unwrap().bytes, b"A");
         f.vault
-            .rename(&p("a.md"), &p("deep/er/a.md"), false)
+            .rename(
+                &p("a.md"),
+                &p("deep/er/a.md"),
+                &Precondition::None,
+                &Precondition::MustNotExist,
+            )
             .unwrap();
         assert!(!f.vault.exists(&p("a.md")).unwrap());
         assert_eq!(f.vault.read(&p("deep/er/a.md")).unwrap().bytes, b"A");
         f.vault
-            .rename(&p("deep/er/a.md"), &p("b.md"), true)
+            .rename(
+                &p("deep/er/a.md"),
+                &p("b.md"),
+                &Precondition::None,
+                &Precondition::None,
+            )
             .unwrap();
         assert_eq!(f.vault.read(&p("b.md")).unwrap().bytes, b"A");
         assert_eq!(
             f.vault
-                .rename(&p("missing.md"), &p("c.md"), false)
+                .rename(
+                    &p("missing.md"),
+                    &p("c.md"),
+                    &Precondition::None,
+                    &Precondition::MustNotExist
+                )
                 .unwrap_err()
                 .code(),
             "note_not_found"
@@ -930,11 +974,14 @@ mod tests {
         // is never snapshotted (a restore would bring the outside file in).
         std::os::unix::fs::symlink(&outside, f.vault.root().path().join("l2.md")).unwrap();
         assert_eq!(
-            f.vault.snapshot_and_delete(&p("l2.md")).unwrap_err().code(),
+            f.vault
+                .snapshot_and_delete(&p("l2.md"), &Precondition::None)
+                .unwrap_err()
+                .code(),
             "path_invalid"
         );
         assert!(f.vault.snapshots(None).unwrap().is_empty());
-        f.vault.delete(&p("l2.md")).unwrap();
+        f.vault.delete(&p("l2.md"), &Precondition::None).unwrap();
         assert_eq!(fs::read(&outside).unwrap(), b"keep");
     }
 
@@ -984,9 +1031,14 @@ mod tests {
         // What needs no text still works: a copy, a move, a delete.
         f.vault.copy(&path, &p("copy.md"), false).unwrap();
         f.vault
-            .rename(&p("copy.md"), &p("moved.md"), false)
+            .rename(
+                &p("copy.md"),
+                &p("moved.md"),
+                &Precondition::None,
+                &Precondition::MustNotExist,
+            )
             .unwrap();
-        f.vault.delete(&p("moved.md")).unwrap();
+        f.vault.delete(&p("moved.md"), &Precondition::None).unwrap();
         // Valid UTF-8 reads as text.
         let fine = NoteContent::new("naïve\n".as_bytes().to_vec());
         assert_eq!(fine.utf8(&path).unwrap(), "naïve\n");

@@ -968,8 +968,12 @@ mod tests {
         f.put("a.md", "a");
         f.put("c.md", "c");
         f.put("e.md", "e");
-        f.vault.delete(&VaultPath::parse("f.md").unwrap()).unwrap();
-        f.vault.delete(&VaultPath::parse("d.md").unwrap()).unwrap();
+        f.vault
+            .delete(&VaultPath::parse("f.md").unwrap(), &Precondition::None)
+            .unwrap();
+        f.vault
+            .delete(&VaultPath::parse("d.md").unwrap(), &Precondition::None)
+            .unwrap();
         let (second, cursor, done) = page_at(cursor.as_ref());
         assert_eq!(second, ["e.md", "h.md"]);
         assert!(done);

@@ -203,7 +203,12 @@ fn links_into_hidden_folders_or_out_of_the_vault_are_path_invalid() {
         assert_eq!(err.code(), "path_invalid", "write {path}: {err}");
         let err = f
             .vault
-            .rename(&p("public/plain.md"), &p(path), false)
+            .rename(
+                &p("public/plain.md"),
+                &p(path),
+                &Precondition::None,
+                &Precondition::MustNotExist,
+            )
             .unwrap_err();
         assert_eq!(err.code(), "path_invalid", "move to {path}: {err}");
         let err = f
@@ -214,7 +219,10 @@ fn links_into_hidden_folders_or_out_of_the_vault_are_path_invalid() {
     }
     for path in ["public/cfg/app.md", "public/out/far.md"] {
         assert_eq!(
-            f.vault.delete(&p(path)).unwrap_err().code(),
+            f.vault
+                .delete(&p(path), &Precondition::None)
+                .unwrap_err()
+                .code(),
             "path_invalid",
             "delete {path}"
         );

@@ -167,13 +167,78 @@ fn appends_under_the_note_lock_from_threads_all_land() {
     }
 }
 
+// r[verify vault.remove.locked]
+#[test]
+fn a_guarded_removal_refuses_a_note_changed_since_its_hash_was_taken() {
+    let dir = new_dir();
+    let vault = open(dir.path());
+    let other = VaultPath::parse("other.md").unwrap();
+    vault
+        .write(&other, b"other\n", &Precondition::None)
+        .unwrap();
+    let read = Precondition::HashIs(content_hash(b"start\n"));
+    let other_read = Precondition::HashIs(content_hash(b"other\n"));
+    // What an unconfirmed append does after the handler read the note.
+    vault
+        .write(&note(), b"start\nappended\n", &Precondition::None)
+        .unwrap();
+    let code = |r: Result<(), VaultError>| r.unwrap_err().code().to_owned();
+    assert_eq!(
+        code(vault.delete(&note(), &read)),
+        "concurrent_modification"
+    );
+    assert_eq!(
+        code(vault.snapshot_and_delete(&note(), &read).map(|_| ())),
+        "concurrent_modification"
+    );
+    assert_eq!(
+        code(vault.rename(&note(), &other, &read, &other_read)),
+        "concurrent_modification",
+        "the source changed"
+    );
+    assert_eq!(
+        code(vault.rename(&other, &note(), &other_read, &read)),
+        "concurrent_modification",
+        "the note it would replace changed"
+    );
+    assert_eq!(note_bytes(dir.path()), b"start\nappended\n");
+    assert_eq!(vault.read(&other).unwrap().bytes, b"other\n");
+    assert!(
+        vault.snapshots(None).unwrap().is_empty(),
+        "no snapshot taken"
+    );
+    // The current hash lets each through.
+    let now = Precondition::HashIs(content_hash(b"start\nappended\n"));
+    vault.rename(&other, &note(), &other_read, &now).unwrap();
+    assert_eq!(note_bytes(dir.path()), b"other\n");
+}
+
+// r[verify vault.remove.locked]
+#[test]
+fn a_guarded_delete_needs_no_text_of_the_note() {
+    let dir = new_dir();
+    let vault = open(dir.path());
+    let bytes = b"\xff\xfe not UTF-8";
+    std::fs::write(dir.path().join("vault").join(NOTE), bytes).unwrap();
+    let info = vault
+        .snapshot_and_delete(&note(), &Precondition::HashIs(content_hash(bytes)))
+        .unwrap();
+    assert_eq!(info.content_hash, content_hash(bytes));
+    assert!(!dir.path().join("vault").join(NOTE).exists());
+}
+
 #[test]
 fn lock_files_stay_outside_the_vault() {
     let dir = new_dir();
     let vault = open(dir.path());
     vault.write(&note(), b"x", &Precondition::None).unwrap();
     vault
-        .rename(&note(), &VaultPath::parse("moved.md").unwrap(), false)
+        .rename(
+            &note(),
+            &VaultPath::parse("moved.md").unwrap(),
+            &Precondition::None,
+            &Precondition::MustNotExist,
+        )
         .unwrap();
     assert!(!vault.lock_dir().starts_with(vault.root().path()));
     assert_eq!(

@@ -22,6 +22,7 @@ use tc_tools::{
 };
 use tc_vault::acl::AclOp;
 use tc_vault::path::VaultPath;
+use tc_vault::vault::Precondition;
 
 use super::upsert::failure_error;
 use super::{EntityView, LISTED, NotesWritten, RelationView, declared, declared_writes};
@@ -354,7 +355,8 @@ impl Tool for DeleteEntity {
                 );
             }
             let deleted = if args.permanent {
-                cx.vault().delete(path)?;
+                cx.vault()
+                    .delete(path, &Precondition::HashIs(hash.clone()))?;
                 DeletedNote {
                     path: path.as_str().to_owned(),
                     permanent: true,
@@ -362,7 +364,9 @@ impl Tool for DeleteEntity {
                     snapshot_id: None,
                 }
             } else {
-                let info = cx.vault().snapshot_and_delete(path)?;
+                let info = cx
+                    .vault()
+                    .snapshot_and_delete(path, &Precondition::HashIs(hash.clone()))?;
                 DeletedNote {
                     path: path.as_str().to_owned(),
                     permanent: false,

@@ -111,14 +111,19 @@ const SNAPSHOT_MODE: &str = "mode";
 
 impl Vault {
     /// Snapshots the note outside the vault, then deletes it (`delete_note` without
-    /// `permanent`).
-    pub fn snapshot_and_delete(&self, path: &VaultPath) -> VaultResult<SnapshotInfo> {
+    /// `permanent`), once `expected` holds of it under its lock.
+    pub fn snapshot_and_delete(
+        &self,
+        path: &VaultPath,
+        expected: &Precondition,
+    ) -> VaultResult<SnapshotInfo> {
         // The snapshot reads through a final link, so the link must stay inside the vault:
         // otherwise a restore would copy an outside file in.
         self.root.resolve_for_read(path)?;
         let target = self.root.resolve_for_write(path)?;
         let _held = self.lock_notes(path, &[&target])?;
         note_metadata_nofollow(path, &target)?;
+        self.check_locked(path, expected)?;
         // Move the note aside first, so the snapshot holds exactly the bytes removed even if
         // an editor writes the note meanwhile (it would create a new note, not change ours).
         let aside = target.with_file_name(format!(".tc-delete-{}.tmp", self.nonce_hex()));
@@ -329,7 +334,10 @@ mod tests {
         let f = TempVault::new();
         let path = p("inbox/idea.md");
         f.vault.write(&path, b"first", &Precondition::None).unwrap();
-        let s1 = f.vault.snapshot_and_delete(&path).unwrap();
+        let s1 = f
+            .vault
+            .snapshot_and_delete(&path, &Precondition::None)
+            .unwrap();
         assert!(!f.vault.exists(&path).unwrap());
         assert_eq!(
             names_in(&f.vault.root().path().join("inbox")),
@@ -344,14 +352,17 @@ mod tests {
             f.vault.restore(&path, None).unwrap_err().code(),
             "note_exists"
         );
-        let s2 = f.vault.snapshot_and_delete(&path).unwrap();
+        let s2 = f
+            .vault
+            .snapshot_and_delete(&path, &Precondition::None)
+            .unwrap();
         assert!(s2.id > s1.id);
         let listed = f.vault.snapshots(Some(&path)).unwrap();
         assert_eq!(listed, [s1.clone(), s2.clone()]);
         // Latest by default.
         assert_eq!(f.vault.restore(&path, None).unwrap().id, s2.id);
         assert_eq!(f.vault.read(&path).unwrap().bytes, b"second");
-        f.vault.delete(&path).unwrap();
+        f.vault.delete(&path, &Precondition::None).unwrap();
         assert_eq!(f.vault.restore(&path, Some(s1.id.as_str())).unwrap(), s1);
         assert_eq!(f.vault.read(&path).unwrap().bytes, b"first");
         // Snapshots live outside the vault, under the snapshot folder.
@@ -365,7 +376,7 @@ mod tests {
         let f = TempVault::new();
         let path = p("gone.md");
         f.vault.write(&path, b"bye", &Precondition::None).unwrap();
-        f.vault.delete(&path).unwrap();
+        f.vault.delete(&path, &Precondition::None).unwrap();
         assert!(!f.vault.exists(&path).unwrap());
         assert!(f.vault.snapshots(None).unwrap().is_empty());
         assert!(!f.vault.snapshot_dir().exists());
@@ -393,7 +404,10 @@ mod tests {
         assert_eq!(err.details()["snapshot_id"], "../../etc/passwd");
         let other = p("y.md");
         f.vault.write(&other, b"y", &Precondition::None).unwrap();
-        let s = f.vault.snapshot_and_delete(&other).unwrap();
+        let s = f
+            .vault
+            .snapshot_and_delete(&other, &Precondition::None)
+            .unwrap();
         // Another note's snapshot does not restore at this path.
         assert_eq!(
             f.vault
@@ -405,7 +419,7 @@ mod tests {
         assert_eq!(SnapshotId::parse(s.id.as_str()).unwrap(), s.id);
         assert_eq!(
             f.vault
-                .snapshot_and_delete(&p("absent.md"))
+                .snapshot_and_delete(&p("absent.md"), &Precondition::None)
                 .unwrap_err()
                 .code(),
             "note_not_found"
@@ -422,7 +436,9 @@ mod tests {
         f.vault.write(&path, b"mine", &Precondition::None).unwrap();
         let file = f.vault.root().path().join("private/key.md");
         fs::set_permissions(&file, fs::Permissions::from_mode(0o600)).unwrap();
-        f.vault.snapshot_and_delete(&path).unwrap();
+        f.vault
+            .snapshot_and_delete(&path, &Precondition::None)
+            .unwrap();
         assert!(!file.exists());
         f.vault.restore(&path, None).unwrap();
         assert_eq!(fs::read(&file).unwrap(), b"mine");
@@ -433,7 +449,9 @@ mod tests {
         );
         // A wider mode comes back too (less nothing: the mode is set, not derived).
         fs::set_permissions(&file, fs::Permissions::from_mode(0o640)).unwrap();
-        f.vault.snapshot_and_delete(&path).unwrap();
+        f.vault
+            .snapshot_and_delete(&path, &Precondition::None)
+            .unwrap();
         f.vault.restore(&path, None).unwrap();
         assert_eq!(
             fs::metadata(&file).unwrap().permissions().mode() & 0o777,
