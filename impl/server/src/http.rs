@@ -19,7 +19,9 @@
 //!
 //! A request body on `/mcp` over [`MAX_MESSAGE_BYTES`] (the limit stdio puts on one message,
 //! spec `config.message-limit`) is answered **413 Payload Too Large** before it reaches the
-//! MCP service, whatever the service's own limit is.
+//! MCP service, whatever the service's own limit is: from its `Content-Length` before
+//! authentication, else while it is read, which happens only once the request is
+//! authenticated (spec `auth.unauthenticated`).
 //!
 //! Authentication resolves a [`Caller`] into the request's extensions, where the MCP
 //! service reads it; a request that cannot be authenticated is answered 401 with a
@@ -178,11 +180,12 @@ fn split_host(host: &str) -> Option<(String, Option<u16>)> {
 /// and the [`Caller`] sits in those parts' extensions.
 pub fn router(state: HttpState, mcp_service: Router) -> Router {
     let mcp = mcp_service
+        .layer(middleware::from_fn(limit_body))
         .layer(middleware::from_fn_with_state(
             state.clone(),
             require_caller,
         ))
-        .layer(middleware::from_fn(limit_body));
+        .layer(middleware::from_fn(refuse_declared_oversize));
     Router::new()
         .route("/healthz", get(healthz))
         .route("/metrics", get(metrics_page))
@@ -244,21 +247,20 @@ async fn check_host_origin(
     next.run(request).await
 }
 
+fn too_large() -> Response {
+    (
+        StatusCode::PAYLOAD_TOO_LARGE,
+        format!(
+            "the request body is over {MAX_MESSAGE_BYTES} bytes, the most one message may have\n"
+        ),
+    )
+        .into_response()
+}
+
 // r[impl config.message-limit]
-/// Refuses a body over [`MAX_MESSAGE_BYTES`] with 413: at once when `Content-Length` says
-/// so, else while reading it (a chunked body counts as it arrives, never buffered past the
-/// limit). Runs before authentication, so an oversized body costs no token check.
-async fn limit_body(request: Request, next: Next) -> Response {
-    let too_large = || {
-        (
-            StatusCode::PAYLOAD_TOO_LARGE,
-            format!(
-                "the request body is over {MAX_MESSAGE_BYTES} bytes, the most one message may \
-                 have\n"
-            ),
-        )
-            .into_response()
-    };
+/// Refuses with 413 a request whose `Content-Length` is over [`MAX_MESSAGE_BYTES`], from the
+/// header alone: before authentication, so an oversized body costs no token check.
+async fn refuse_declared_oversize(request: Request, next: Next) -> Response {
     let declared = request
         .headers()
         .get(header::CONTENT_LENGTH)
@@ -267,6 +269,16 @@ async fn limit_body(request: Request, next: Next) -> Response {
     if declared.is_some_and(|length| length > MAX_MESSAGE_BYTES as u64) {
         return too_large();
     }
+    next.run(request).await
+}
+
+// r[impl config.message-limit]
+// r[impl auth.unauthenticated]
+/// Reads the body of an authenticated request, refusing with 413 once it passes
+/// [`MAX_MESSAGE_BYTES`] (a chunked body counts as it arrives, never buffered past the
+/// limit). Runs after authentication: a request nobody vouched for is answered before a
+/// byte of its body is read, so it cannot make the server hold megabytes for it.
+async fn limit_body(request: Request, next: Next) -> Response {
     let (parts, body) = request.into_parts();
     let Ok(bytes) = axum::body::to_bytes(body, MAX_MESSAGE_BYTES).await else {
         return too_large();

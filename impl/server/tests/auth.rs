@@ -435,6 +435,40 @@ async fn unknown_kids_refetch_at_most_once_per_interval() {
     );
 }
 
+// r[verify auth.jwks.no-stall]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forged_kid_against_a_slow_provider_stalls_no_other_check() {
+    let idp = Idp::start(&["rsa1"]).await;
+    let auth = std::sync::Arc::new(idp.oidc(policy(3600, 0)));
+    auth.verify(&idp.token("rsa1.pem", "rsa-1", "mia"))
+        .await
+        .expect("first fetch");
+    idp.slow_down(Duration::from_secs(3));
+    let forged = {
+        let (auth, token) = (auth.clone(), idp.token("rsa2.pem", "forged-kid", "mia"));
+        tokio::spawn(async move { auth.verify(&token).await })
+    };
+    // The forged kid's refetch is under way (the provider answers in 3 s).
+    while idp.hits() < 2 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let started = std::time::Instant::now();
+    let honest = tokio::time::timeout(
+        Duration::from_secs(2),
+        auth.verify(&idp.token("rsa1.pem", "rsa-1", "mia")),
+    )
+    .await
+    .expect("a token naming a held key is not held up by the fetch")
+    .expect("valid");
+    assert_eq!(honest.id, "mia");
+    assert!(started.elapsed() < Duration::from_secs(2));
+    // A second forged kid waits for the fetch under way instead of starting its own.
+    let second = idp.token("rsa2.pem", "other-forged", "mia");
+    invalid_reason(auth.verify(&second).await);
+    invalid_reason(forged.await.unwrap());
+    assert_eq!(idp.hits(), 2, "one fetch served both forged kids");
+}
+
 // r[verify auth.oidc]
 #[tokio::test]
 async fn the_jwks_is_refetched_after_its_ttl() {

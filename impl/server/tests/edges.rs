@@ -131,6 +131,41 @@ async fn http_takes_a_body_at_the_limit_and_refuses_one_byte_over() {
 
 const SECRET: &str = "an-hs256-test-secret-of-32-bytes!!";
 
+// r[verify auth.unauthenticated]
+#[tokio::test]
+async fn a_request_without_credentials_is_refused_before_its_body_is_read() {
+    use tokio::io::AsyncWriteExt;
+    let h = Harness::new();
+    let auth = Arc::new(
+        Authenticator::from_config(&AuthConfig {
+            mode: AuthMode::Jwt,
+            jwt_secret: Some(SECRET.into()),
+            ..AuthConfig::default()
+        })
+        .unwrap(),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let bound = listener.local_addr().unwrap();
+    let app = tc_server::serve::http_app(h.core.clone(), auth, bound);
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    // A body of 4 MiB is announced and 16 bytes of it sent; the rest never comes.
+    let mut peer = tokio::net::TcpStream::connect(bound).await.unwrap();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {bound}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nContent-Length: {MAX_MESSAGE_BYTES}\r\n\r\n\
+         {{\"jsonrpc\":\"2.0\""
+    );
+    peer.write_all(head.as_bytes()).await.unwrap();
+    let mut answer = vec![0; 4096];
+    let read = tokio::time::timeout(std::time::Duration::from_secs(3), peer.read(&mut answer))
+        .await
+        .expect("answered without waiting for a body nobody vouched for")
+        .unwrap();
+    let answer = String::from_utf8_lossy(&answer[..read]);
+    assert!(answer.starts_with("HTTP/1.1 401"), "{answer}");
+    assert!(answer.contains("www-authenticate: Bearer"), "{answer}");
+}
+
 fn token_with(claims: Value) -> String {
     jsonwebtoken::encode(
         &Header::new(Algorithm::HS256),

@@ -111,7 +111,10 @@ pub(super) struct RemoteJwks {
     client: reqwest::Client,
     origin: RemoteOrigin,
     policy: RefreshPolicy,
-    cache: Mutex<RemoteCache>,
+    /// Held only to read or store the keys, never across a fetch.
+    cache: std::sync::Mutex<RemoteCache>,
+    /// Held across a fetch: one fetch at a time, and the checks that need it wait for it.
+    fetching: Mutex<()>,
 }
 
 #[derive(Default)]
@@ -142,57 +145,89 @@ impl RemoteJwks {
             client,
             origin,
             policy,
-            cache: Mutex::new(RemoteCache::default()),
+            cache: std::sync::Mutex::new(RemoteCache::default()),
+            fetching: Mutex::new(()),
         })
     }
 
+    fn cache(&self) -> std::sync::MutexGuard<'_, RemoteCache> {
+        self.cache
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    // r[impl auth.jwks.no-stall]
     /// The keys that may verify a token with `kid` and `alg`, fetching the JWKS when it is
     /// missing or older than the TTL, and once more (rate-limited) when `kid` is unknown.
+    ///
+    /// A check the keys held can answer never waits for a fetch: a stale set is refreshed
+    /// by whichever check finds no fetch under way, the others verify with what is held,
+    /// so one forged `kid` against a slow provider stalls only the checks that need the
+    /// provider's answer.
     pub(super) async fn keys_for(
         &self,
         kid: Option<&str>,
         alg: Algorithm,
     ) -> Result<Vec<DecodingKey>, AuthError> {
-        let mut cache = self.cache.lock().await;
         let now = Instant::now();
-        let stale = cache
-            .fetched_at
-            .is_none_or(|at| now.duration_since(at) >= self.policy.ttl);
-        if stale && self.may_attempt(&cache, now) {
-            self.refresh(&mut cache, now).await?;
-        }
-        let Some(keys) = cache.keys.clone() else {
-            return Err(AuthError::KeysUnavailable(
-                "the JWKS has not been fetched yet; retry shortly".into(),
-            ));
+        let (held, stale) = {
+            let cache = self.cache();
+            let stale = cache
+                .fetched_at
+                .is_none_or(|at| now.duration_since(at) >= self.policy.ttl);
+            (cache.keys.clone(), stale)
         };
-        let found = candidate_keys(&keys, kid, alg);
-        if !found.is_empty() || kid.is_none() {
-            return Ok(found);
-        }
-        // A kid we do not hold: the provider may have rotated its keys.
-        if self.may_attempt(&cache, now) {
-            self.refresh(&mut cache, now).await?;
-            if let Some(keys) = &cache.keys {
-                return Ok(candidate_keys(keys, kid, alg));
+        if let Some(keys) = &held {
+            let found = candidate_keys(keys, kid, alg);
+            if !found.is_empty() || kid.is_none() {
+                if stale && let Ok(_fetch) = self.fetching.try_lock() {
+                    self.refresh_if_due().await?;
+                    return Ok(self.held_candidates(kid, alg).unwrap_or(found));
+                }
+                return Ok(found);
             }
         }
-        Ok(Vec::new())
+        // No keys yet, or a kid not held (the provider may have rotated its keys): wait for
+        // the fetch under way, or make one; a fetch that ended meanwhile counts as the
+        // attempt, so the rate limit holds.
+        let _fetch = self.fetching.lock().await;
+        let fetched_meanwhile = match (&self.cache().keys, &held) {
+            (Some(now_held), Some(seen)) => !Arc::ptr_eq(now_held, seen),
+            (now_held, _) => now_held.is_some(),
+        };
+        if !fetched_meanwhile {
+            self.refresh_if_due().await?;
+        }
+        self.held_candidates(kid, alg).ok_or_else(|| {
+            AuthError::KeysUnavailable("the JWKS has not been fetched yet; retry shortly".into())
+        })
     }
 
-    /// Fetches are rate-limited even with nothing cached, so a provider that is down is not
-    /// asked again on every request.
-    fn may_attempt(&self, cache: &RemoteCache, now: Instant) -> bool {
-        cache
-            .last_attempt
-            .is_none_or(|at| now.duration_since(at) >= self.policy.min_refetch_interval)
+    fn held_candidates(&self, kid: Option<&str>, alg: Algorithm) -> Option<Vec<DecodingKey>> {
+        let keys = self.cache().keys.clone()?;
+        Some(candidate_keys(&keys, kid, alg))
     }
 
-    /// Fetches the JWKS. A failure keeps a JWKS fetched earlier in use (the provider being
-    /// briefly down should not lock every client out) and only fails with none cached.
-    async fn refresh(&self, cache: &mut RemoteCache, now: Instant) -> Result<(), AuthError> {
-        cache.last_attempt = Some(now);
-        match self.fetch().await {
+    /// Fetches the JWKS unless the rate limit says not yet: fetches are rate-limited even
+    /// with nothing cached, so a provider that is down is not asked again on every request.
+    /// A failure keeps a JWKS fetched earlier in use (the provider being briefly down
+    /// should not lock every client out) and only fails with none cached. The caller holds
+    /// `fetching`.
+    async fn refresh_if_due(&self) -> Result<(), AuthError> {
+        let now = Instant::now();
+        {
+            let mut cache = self.cache();
+            let due = cache
+                .last_attempt
+                .is_none_or(|at| now.duration_since(at) >= self.policy.min_refetch_interval);
+            if !due {
+                return Ok(());
+            }
+            cache.last_attempt = Some(now);
+        }
+        let fetched = self.fetch().await;
+        let mut cache = self.cache();
+        match fetched {
             Ok(set) => {
                 cache.keys = Some(Arc::new(set));
                 cache.fetched_at = Some(now);

@@ -88,6 +88,8 @@ pub struct Idp {
     pub discovery_issuer: Arc<Mutex<Option<String>>>,
     jwks: Arc<Mutex<Value>>,
     jwks_hits: Arc<AtomicUsize>,
+    /// How long the JWKS answer takes (a slow provider).
+    jwks_delay: Arc<Mutex<std::time::Duration>>,
 }
 
 impl Idp {
@@ -100,6 +102,7 @@ impl Idp {
             discovery_issuer: Arc::new(Mutex::new(None)),
             jwks: Arc::new(Mutex::new(jwks_of(keys))),
             jwks_hits: Arc::new(AtomicUsize::new(0)),
+            jwks_delay: Arc::new(Mutex::new(std::time::Duration::ZERO)),
         };
         let app = Router::new()
             .route("/.well-known/openid-configuration", get(discovery))
@@ -114,6 +117,11 @@ impl Idp {
     /// Publishes `keys` instead (a rotation).
     pub fn serve_keys(&self, keys: &[&str]) {
         *self.jwks.lock().unwrap() = jwks_of(keys);
+    }
+
+    /// Makes every later JWKS answer take `delay`.
+    pub fn slow_down(&self, delay: std::time::Duration) {
+        *self.jwks_delay.lock().unwrap() = delay;
     }
 
     /// How many times the JWKS was fetched.
@@ -161,5 +169,7 @@ async fn discovery(State(idp): State<Idp>) -> axum::Json<Value> {
 
 async fn keys_doc(State(idp): State<Idp>) -> axum::Json<Value> {
     idp.jwks_hits.fetch_add(1, Ordering::SeqCst);
+    let delay = *idp.jwks_delay.lock().unwrap();
+    tokio::time::sleep(delay).await;
     axum::Json(idp.jwks.lock().unwrap().clone())
 }
