@@ -483,6 +483,37 @@ fn get_entity_returns_the_entity_and_its_relations_or_entity_not_found() {
     );
 }
 
+// r[verify memory.tools.upsert.acl]
+#[test]
+fn an_upsert_shows_no_entity_whose_note_the_caller_may_not_read() {
+    let mut fx = Fx::new();
+    upsert(&fx, "person", "Ada", &["a secret observation"]);
+    fx.reconfigure(
+        Some(AclConfig {
+            read_paths: Some(vec!["notes/**".into()]),
+            ..AclConfig::default()
+        }),
+        Vec::new(),
+    );
+    let refusal = fx
+        .call(
+            "upsert_entity",
+            json!({"type": "person", "name": "Ada", "observations": ["probe"]}),
+        )
+        .unwrap_err();
+    assert_eq!(refusal.code, ErrorCode::AclDenied, "{refusal}");
+    assert!(!refusal.to_string().contains("secret"), "{refusal}");
+    fx.reconfigure(None, Vec::new());
+    let hits = fx
+        .call("search_entities", json!({"query": "probe"}))
+        .unwrap();
+    assert_eq!(
+        hits["entities"],
+        json!([]),
+        "the refused upsert added nothing"
+    );
+}
+
 #[test]
 fn status_is_set_by_upsert_and_shown_everywhere() {
     let fx = Fx::new();

@@ -94,6 +94,39 @@ fn write_note_create_and_prev_hash() {
     assert_eq!(fx.get("a.md").unwrap(), "one\ntwo");
 }
 
+// r[verify results.concurrent-modification.unreadable]
+#[test]
+fn a_stale_prev_hash_names_no_hash_of_a_note_the_caller_may_not_read() {
+    let fx = Fx::with(
+        Some(tc_vault::acl::AclConfig {
+            read_paths: Some(vec!["notes/**".into()]),
+            ..tc_vault::acl::AclConfig::default()
+        }),
+        Vec::new(),
+    );
+    fx.put("inbox/salary.md", "42000");
+    fx.put("notes/open.md", "open");
+    let guess = |path: &str| {
+        fx.call(
+            "write_note",
+            json!({"path": path, "content": "x", "mode": "append", "prev_hash": "f".repeat(64)}),
+        )
+        .unwrap_err()
+    };
+    let hidden = guess("inbox/salary.md");
+    assert_eq!(hidden.code, ErrorCode::ConcurrentModification);
+    let secret = tc_vault::content_hash(b"42000");
+    assert!(!hidden.to_string().contains(&secret), "{hidden}");
+    let details = hidden.details.unwrap();
+    assert!(!details.to_string().contains(&secret), "{details}");
+    assert!(details["actual"].as_str().unwrap().starts_with("not shown"));
+    // A note the caller may read still says its hash, and a missing one says absent.
+    let shown = guess("notes/open.md").details.unwrap();
+    assert_eq!(shown["actual"], tc_vault::content_hash(b"open"));
+    assert_eq!(guess("inbox/none.md").details.unwrap()["actual"], "absent");
+    assert_eq!(fx.get("inbox/salary.md").as_deref(), Some("42000"));
+}
+
 // r[verify gate.token.single-use]
 // r[verify approval.fresh-per-call]
 // r[verify gate.token.never-logged]

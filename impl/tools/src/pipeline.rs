@@ -301,12 +301,15 @@ impl Pipeline {
             ));
         }
         let cx = self.cx(&binding, caller, control);
+        let withhold = |e| crate::refusals::withhold_unreadable_hash(&binding, caller, e);
         // r[impl dispatch.precheck]
-        let precheck = def.tool.precheck(&cx, &args.typed)?;
+        let precheck = def.tool.precheck(&cx, &args.typed).map_err(withhold)?;
         // r[impl dispatch.gate]
         let hash = args_hash(tool, &args.canonical).as_str().to_owned();
         let state = if def.gated {
-            def.tool.state_after_precheck(&cx, &args.typed, &precheck)?
+            def.tool
+                .state_after_precheck(&cx, &args.typed, &precheck)
+                .map_err(withhold)?
         } else {
             TargetState::default()
         };
@@ -452,6 +455,18 @@ impl Pipeline {
     /// The confirmation gate's outcome, the folder ACL and the handler (see the module
     /// documentation). `cancel` is checked right before the handler is entered.
     pub fn execute(
+        &self,
+        prepared: &Prepared,
+        approval: Approval,
+        control: &CallControl,
+    ) -> Result<ToolOutput, ToolError> {
+        self.execute_approved(prepared, approval, control)
+            .map_err(|e| {
+                crate::refusals::withhold_unreadable_hash(&prepared.binding, &prepared.caller, e)
+            })
+    }
+
+    fn execute_approved(
         &self,
         prepared: &Prepared,
         approval: Approval,

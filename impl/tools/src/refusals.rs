@@ -1,11 +1,15 @@
 //! The refusals the confirmation gate answers with, and the approval command they carry
 //! (spec/results.md `results.elicit-required`, `results.elicit-required.directive`,
 //! `results.approval-not-obtained`, `results.replay-drift`, `results.cancelled`;
-//! spec/gate.md `gate.token.refused`).
+//! spec/gate.md `gate.token.refused`), and what a `concurrent_modification` withholds
+//! (`results.concurrent-modification.unreadable`).
 
 use serde_json::json;
 use tc_gate::{RaisedRequest, RedeemError};
 
+use tc_vault::path::VaultPath;
+
+use crate::context::{CallerContext, VaultBinding};
 use crate::error::{ErrorCode, ToolError};
 use crate::pipeline::{Pipeline, Prepared};
 
@@ -17,6 +21,44 @@ pub(crate) fn token_rejected(error: &RedeemError) -> &'static str {
         _ => "invalid",
     }
 }
+
+// r[impl results.concurrent-modification.unreadable]
+/// A `concurrent_modification` about a note the caller may not read, with the note's
+/// current hash withheld: a hash lets anyone test guesses at the content offline, so it is
+/// shown only to a caller the folder ACL lets read the note (judged at its link target).
+/// Every other refusal is returned as it is.
+pub(crate) fn withhold_unreadable_hash(
+    binding: &VaultBinding,
+    caller: &CallerContext,
+    mut error: ToolError,
+) -> ToolError {
+    if error.code != ErrorCode::ConcurrentModification {
+        return error;
+    }
+    let Some(details) = error.details.as_mut() else {
+        return error;
+    };
+    let readable = details["path"]
+        .as_str()
+        .and_then(|path| VaultPath::parse(path).ok())
+        .is_some_and(|path| {
+            binding
+                .acl
+                .can_read_at(binding.vault.root(), &path, &caller.scopes)
+        });
+    let actual = details["actual"].as_str().map(str::to_owned);
+    if let (false, Some(actual)) = (readable, actual)
+        && actual != "absent"
+    {
+        details["actual"] = json!(HASH_NOT_SHOWN);
+        error.message = error.message.replace(&actual, HASH_NOT_SHOWN);
+    }
+    error
+}
+
+/// What `details.actual` says when the caller may not read the note.
+pub const HASH_NOT_SHOWN: &str =
+    "not shown (the folder ACL does not let this caller read the note)";
 
 /// Quotes `word` for a POSIX shell when it holds anything but plainly safe characters.
 pub fn shell_word(word: &str) -> String {

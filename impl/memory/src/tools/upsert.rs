@@ -15,6 +15,8 @@ use super::{EntityView, MAX_OBSERVATIONS, NotesWritten, ONE_LINE, declared, decl
 use crate::Memory;
 use crate::store::{self, Entity, Status};
 use crate::sync::{Changed, Mode, db_error, transact};
+use tc_vault::acl::AclOp;
+use tc_vault::path::VaultPath;
 
 /// `upsert_entity` arguments.
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
@@ -156,9 +158,24 @@ impl Tool for UpsertEntity {
     fn precheck(&self, cx: &ToolCx<'_>, args: &UpsertEntityArgs) -> Result<Precheck, ToolError> {
         let planned = transact(&self.0, cx, Mode::Plan, |conn| change(cx, conn, args), None)
             .map_err(failure_error)?;
+        let mut acl = declared_writes(&planned.plans);
+        // r[impl memory.tools.upsert.acl]
+        // The result shows every observation of an entity that exists, as get_entity does,
+        // so the read access of its note applies as get_entity's does.
+        let existing = {
+            let conn = self.0.db().lock();
+            store::find(&conn, cx.vault().id(), &args.kind, &args.name).map_err(db_error)?
+        };
+        if let Some(Ok(path)) = existing
+            .as_ref()
+            .and_then(|entity| entity.note_path.as_deref())
+            .map(VaultPath::parse_note)
+        {
+            acl.push((AclOp::Read, path));
+        }
         Ok(Precheck {
             needs_confirmation: false,
-            acl: declared_writes(&planned.plans),
+            acl,
             payload: None,
         })
     }
