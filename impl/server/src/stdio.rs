@@ -17,6 +17,8 @@
 //! answered with -32600 and `"id": null`, and bytes after the last newline at end of input
 //! are no message. Every outgoing message is written whole, in
 //! order, through one writer, so a reply of the transport's own never splits a response.
+//! While [`MAX_UNWRITTEN_MESSAGES`] messages wait to be written (the client is not reading
+//! stdout), no further line is read (spec `cli.serve.stdio-backpressure`).
 
 use std::future::Future;
 use std::io;
@@ -55,6 +57,56 @@ pub const MAX_MESSAGE_BYTES: usize = 4 * 1024 * 1024;
 /// UTF-8 byte order mark, which RFC 8259 §8.1 lets a parser ignore (as rmcp does).
 const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
 
+// r[impl cli.serve.stdio-backpressure]
+/// The most messages sent but not yet written to stdout before the transport stops reading
+/// stdin: rmcp spawns every send as a task of its own, so without this bound a client that
+/// sends requests and never reads the answers makes the server hold them all.
+pub const MAX_UNWRITTEN_MESSAGES: usize = 64;
+
+/// How many sends are not yet written, and a wake-up for the reader when one is.
+#[derive(Default)]
+struct Unwritten {
+    count: std::sync::atomic::AtomicUsize,
+    written: tokio::sync::Notify,
+}
+
+/// One send counted in [`Unwritten`] until it is written, fails or is dropped.
+struct UnwrittenSend(Arc<Unwritten>);
+
+impl UnwrittenSend {
+    fn new(unwritten: &Arc<Unwritten>) -> Self {
+        unwritten
+            .count
+            .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        UnwrittenSend(Arc::clone(unwritten))
+    }
+}
+
+impl Drop for UnwrittenSend {
+    fn drop(&mut self) {
+        self.0
+            .count
+            .fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+        self.0.written.notify_waiters();
+    }
+}
+
+/// Waits while [`MAX_UNWRITTEN_MESSAGES`] sends are not yet written (the client is not
+/// reading stdout), so no more requests are read meanwhile. Cancellation-safe: it holds
+/// nothing across its awaits.
+async fn wait_for_the_client_to_read(unwritten: Arc<Unwritten>) {
+    loop {
+        let written = unwritten.written.notified();
+        tokio::pin!(written);
+        // Registered before the count is read, so a write finishing in between wakes it.
+        written.as_mut().enable();
+        if unwritten.count.load(std::sync::atomic::Ordering::Acquire) < MAX_UNWRITTEN_MESSAGES {
+            return;
+        }
+        written.await;
+    }
+}
+
 /// A reply of the transport's own, being written.
 type Reply = Pin<Box<dyn Future<Output = io::Result<()>> + Send>>;
 
@@ -71,6 +123,7 @@ pub struct JsonLines<R, W> {
     /// A reply owed to a line already read; finished before the next line is read, and kept
     /// across a cancelled `receive`.
     reply: Option<Reply>,
+    unwritten: Arc<Unwritten>,
 }
 
 impl<R, W> std::fmt::Debug for JsonLines<R, W> {
@@ -101,6 +154,7 @@ where
                 written: 0,
             })),
             reply: None,
+            unwritten: Arc::default(),
         }
     }
 
@@ -400,7 +454,13 @@ where
         &mut self,
         item: ServerJsonRpcMessage,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
-        write_line(Arc::clone(&self.out), encode(&item))
+        let counted = UnwrittenSend::new(&self.unwritten);
+        let write = write_line(Arc::clone(&self.out), encode(&item));
+        async move {
+            let written = write.await;
+            drop(counted);
+            written
+        }
     }
 
     async fn receive(&mut self) -> Option<ClientJsonRpcMessage> {
@@ -413,6 +473,7 @@ where
                     return None;
                 }
             }
+            wait_for_the_client_to_read(Arc::clone(&self.unwritten)).await;
             match self.read_line().await {
                 LineRead::Line => {}
                 LineRead::Oversized => {

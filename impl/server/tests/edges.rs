@@ -73,6 +73,50 @@ async fn stdio_takes_a_message_at_the_limit_and_answers_one_byte_over() {
     assert_eq!(replies[0]["error"]["data"]["limit"], MAX_MESSAGE_BYTES);
 }
 
+// r[verify cli.serve.stdio-backpressure]
+#[tokio::test]
+async fn stdio_stops_reading_while_its_answers_are_not_read() {
+    use tc_server::stdio::MAX_UNWRITTEN_MESSAGES;
+    let sends = 4 * MAX_UNWRITTEN_MESSAGES;
+    let input = message_of(64, 1, "ping", json!({}));
+    let (write, mut peer) = tokio::io::duplex(1024);
+    let mut transport = JsonLines::new(std::io::Cursor::new([&input[..], b"\n"].concat()), write);
+    // rmcp spawns each send; the client reads none of them, so stdout fills at 1 KiB.
+    let writes: Vec<_> = (0..sends)
+        .map(|id| {
+            let answer: rmcp::model::ServerJsonRpcMessage =
+                serde_json::from_value(json!({"jsonrpc": "2.0", "id": id, "result": {}})).unwrap();
+            tokio::spawn(transport.send(answer))
+        })
+        .collect();
+    let held =
+        tokio::time::timeout(std::time::Duration::from_millis(300), transport.receive()).await;
+    assert!(
+        held.is_err(),
+        "read a request while {sends} answers were unwritten"
+    );
+    // The client reads: every answer arrives, in full, and the request is read.
+    let reader = tokio::spawn(async move {
+        let mut out = String::new();
+        peer.read_to_string(&mut out).await.unwrap();
+        out
+    });
+    let request = tokio::time::timeout(std::time::Duration::from_secs(10), transport.receive())
+        .await
+        .expect("reads on once the answers are read")
+        .expect("the request");
+    assert_eq!(serde_json::to_value(&request).unwrap()["id"], 1);
+    for write in writes {
+        write.await.unwrap().unwrap();
+    }
+    drop(transport);
+    let out = reader.await.unwrap();
+    assert_eq!(out.lines().count(), sends, "no answer lost");
+    for line in out.lines() {
+        serde_json::from_str::<Value>(line).unwrap();
+    }
+}
+
 fn initialize_params() -> Value {
     json!({
         "protocolVersion": "2025-06-18",
