@@ -117,6 +117,8 @@ impl Tool for UpdateFrontmatter {
         args: &UpdateFrontmatterArgs,
     ) -> Result<Precheck, ToolError> {
         let path = note(&args.path)?;
+        // r[impl vault.acl.declared.edits-read]
+        cx.require_read(&path)?;
         let current = cx
             .vault()
             .read_if_exists(&path)?
@@ -133,7 +135,7 @@ impl Tool for UpdateFrontmatter {
         )?;
         Ok(Precheck {
             needs_confirmation: args.operation == FrontmatterOperation::Replace,
-            acl: vec![(AclOp::Write, path)],
+            acl: vec![(AclOp::Read, path.clone()), (AclOp::Write, path)],
             payload: None,
         })
     }
@@ -299,6 +301,8 @@ impl Tool for UpdateTask {
     // No conventions preflight (seed): the write gate judges inside the handler.
     fn precheck(&self, cx: &ToolCx<'_>, args: &UpdateTaskArgs) -> Result<Precheck, ToolError> {
         let path = note(&args.path)?;
+        // r[impl vault.acl.declared.edits-read]
+        cx.require_read(&path)?;
         let current = cx
             .vault()
             .read_if_exists(&path)?
@@ -310,7 +314,7 @@ impl Tool for UpdateTask {
             status.is_some_and(|status| reopens_old_done(&task, status, cx.today()));
         Ok(Precheck {
             needs_confirmation,
-            acl: vec![(AclOp::Write, path)],
+            acl: vec![(AclOp::Read, path.clone()), (AclOp::Write, path)],
             payload: None,
         })
     }

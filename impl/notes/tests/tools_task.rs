@@ -158,6 +158,55 @@ fn update_task_write_gate_refusal_releases_through_the_builtin_verifier() {
     assert_eq!(fx.get("projects/t.md").unwrap(), REOPENED);
 }
 
+// r[verify vault.acl.declared.edits-read]
+#[test]
+fn a_caller_that_may_write_a_note_but_not_read_it_learns_nothing_from_edits() {
+    let fx = Fx::with(
+        Some(tc_vault::acl::AclConfig {
+            read_paths: Some(vec!["notes/**".into()]),
+            ..tc_vault::acl::AclConfig::default()
+        }),
+        Vec::new(),
+    );
+    let hidden = "---\nsalary: 42000\n---\n# Tasks\n- [ ] ask for a raise\nplain line\n";
+    fx.put("inbox/private.md", hidden);
+    let calls = [
+        (
+            "update_frontmatter",
+            json!({"path": "inbox/private.md", "operation": "merge", "data": {"x": 1}}),
+        ),
+        (
+            "update_task",
+            json!({"path": "inbox/private.md", "line": 5, "status": "done"}),
+        ),
+        // A line that is no task: the refusal must not say so.
+        (
+            "update_task",
+            json!({"path": "inbox/private.md", "line": 6, "status": "done"}),
+        ),
+    ];
+    for (tool, args) in calls {
+        let refusal = fx.call(tool, args.clone()).unwrap_err();
+        assert_eq!(
+            refusal.code,
+            ErrorCode::AclDenied,
+            "{tool} {args}: {refusal}"
+        );
+        let shown = format!("{refusal} {:?}", refusal.details);
+        for secret in ["42000", "raise", "task line", "salary"] {
+            assert!(!shown.contains(secret), "{tool} showed {secret:?}: {shown}");
+        }
+    }
+    assert_eq!(fx.get("inbox/private.md").as_deref(), Some(hidden));
+    // A note the caller may read is edited as before.
+    fx.put("notes/open.md", "- [ ] fine\n");
+    fx.call(
+        "update_task",
+        json!({"path": "notes/open.md", "line": 1, "status": "done"}),
+    )
+    .unwrap();
+}
+
 // r[verify release.custom-verifier]
 #[test]
 fn a_custom_verifier_without_release_keeps_an_acl_refused_token() {

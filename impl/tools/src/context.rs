@@ -282,6 +282,21 @@ impl ToolCx<'_> {
             .is_ok()
     }
 
+    /// Refuses with `acl_denied`, as the folder ACL would after the gate, unless the caller
+    /// may read `path` (judged at its link targets too): for a precheck that is about to
+    /// read a note whose content its refusals or its result would show.
+    pub fn require_read(&self, path: &VaultPath) -> Result<(), ToolError> {
+        self.binding
+            .acl
+            .check_at(
+                self.binding.vault.root(),
+                AclOp::Read,
+                path,
+                &self.caller.scopes,
+            )
+            .map_err(|denied| ToolError::acl(&denied))
+    }
+
     /// Whether the client cancelled the call (a handler polls this between units of work).
     pub fn cancelled(&self) -> bool {
         self.control.cancel.is_cancelled()
