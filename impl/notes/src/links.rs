@@ -409,6 +409,8 @@ impl Tool for PruneHubLinks {
 
     fn precheck(&self, cx: &ToolCx<'_>, args: &PruneHubLinksArgs) -> Result<Precheck, ToolError> {
         let path = note(&args.path)?;
+        // r[impl vault.acl.declared.edits-read]
+        cx.require_read(&path)?;
         let current = cx
             .vault()
             .read_if_exists(&path)?
@@ -424,14 +426,14 @@ impl Tool for PruneHubLinks {
             ))
             .map_err(|b| ToolError::convention(&b))?;
         }
-        let op = if args.dry_run {
-            AclOp::Read
-        } else {
-            AclOp::Write
-        };
+        // The result names the dead links, so a real run reads the hub as well as writing it.
+        let mut acl = vec![(AclOp::Read, path.clone())];
+        if !args.dry_run {
+            acl.push((AclOp::Write, path));
+        }
         Ok(Precheck {
             needs_confirmation: !args.dry_run && !removed.is_empty(),
-            acl: vec![(op, path)],
+            acl,
             payload: Some(Arc::new(removed)),
         })
     }

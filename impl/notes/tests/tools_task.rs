@@ -170,6 +170,7 @@ fn a_caller_that_may_write_a_note_but_not_read_it_learns_nothing_from_edits() {
     );
     let hidden = "---\nsalary: 42000\n---\n# Tasks\n- [ ] ask for a raise\nplain line\n";
     fx.put("inbox/private.md", hidden);
+    fx.put("inbox/hub.md", "- [[raise talk with salary]]\n");
     let calls = [
         (
             "update_frontmatter",
@@ -183,6 +184,10 @@ fn a_caller_that_may_write_a_note_but_not_read_it_learns_nothing_from_edits() {
         (
             "update_task",
             json!({"path": "inbox/private.md", "line": 6, "status": "done"}),
+        ),
+        (
+            "prune_hub_links",
+            json!({"path": "inbox/hub.md", "dry_run": false}),
         ),
     ];
     for (tool, args) in calls {
@@ -198,6 +203,10 @@ fn a_caller_that_may_write_a_note_but_not_read_it_learns_nothing_from_edits() {
         }
     }
     assert_eq!(fx.get("inbox/private.md").as_deref(), Some(hidden));
+    assert_eq!(
+        fx.get("inbox/hub.md").as_deref(),
+        Some("- [[raise talk with salary]]\n")
+    );
     // A note the caller may read is edited as before.
     fx.put("notes/open.md", "- [ ] fine\n");
     fx.call(
