@@ -623,6 +623,115 @@ impl tc_tools::Tool for SeesCancel {
     }
 }
 
+/// A tool whose handler loses a race on its note: it refuses with the hash it read and the
+/// hash there now, as a write guarded under the note's lock does.
+#[derive(Debug)]
+struct LosesARace;
+
+#[derive(Debug, serde::Deserialize, serde::Serialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct PathArg {
+    path: String,
+}
+
+impl tc_tools::Tool for LosesARace {
+    type Args = PathArg;
+    type Output = Saw;
+
+    fn spec(&self) -> tc_tools::ToolSpec {
+        tc_tools::ToolSpec {
+            name: "loses_a_race",
+            description: "test",
+            annotations: tc_tools::Annotations::writes(false, false),
+            scope: "write:notes",
+            changes_notes: true,
+            gating: tc_tools::Gating::NEVER,
+        }
+    }
+
+    fn precheck(
+        &self,
+        _: &tc_tools::ToolCx<'_>,
+        args: &PathArg,
+    ) -> Result<tc_tools::Precheck, tc_tools::ToolError> {
+        let path = tc_vault::VaultPath::parse_note(&args.path)?;
+        Ok(tc_tools::Precheck {
+            acl: vec![(tc_vault::acl::AclOp::Write, path)],
+            ..tc_tools::Precheck::free()
+        })
+    }
+
+    fn run(
+        &self,
+        cx: &tc_tools::ToolCx<'_>,
+        args: &PathArg,
+        _: &tc_tools::Precheck,
+        _: &tc_tools::TargetState,
+    ) -> Result<Saw, tc_tools::HandlerFailure> {
+        let path = tc_vault::VaultPath::parse_note(&args.path)?;
+        let seen = cx.vault().read(&path)?.hash;
+        Err(
+            tc_tools::ToolError::from(tc_vault::VaultError::ConcurrentModification {
+                path: args.path.clone(),
+                expected: seen,
+                actual: tc_vault::content_hash(b"what a racing writer left"),
+            })
+            .into(),
+        )
+    }
+}
+
+// r[verify results.concurrent-modification.unreadable]
+#[test]
+fn a_lost_race_names_no_hash_the_server_saw_of_a_note_the_caller_may_not_read() {
+    let fx = Fx::new();
+    let acl = tc_vault::acl::AclConfig {
+        read_paths: Some(vec!["notes/**".into()]),
+        ..tc_vault::acl::AclConfig::default()
+    };
+    let mut registry = Registry::new();
+    registry.add(LosesARace).unwrap();
+    let snapshots = tc_vault::snapshot_dir_for(&fx.cache(), "main").unwrap();
+    let binding = tc_tools::testing::binding(
+        fx.open(snapshots, 7),
+        &fx.cache(),
+        fx.secret(),
+        Some(&acl),
+        &[],
+    );
+    let pipeline = tc_tools::testing::pipeline(
+        registry,
+        binding,
+        fx.gate.clone(),
+        std::sync::Arc::new(fx.clock.clone()),
+        fx.secret(),
+    );
+    let call = |path: &str| {
+        let prepared = pipeline
+            .prepare(&caller(), "loses_a_race", &json!({"path": path}))
+            .unwrap();
+        pipeline
+            .execute(&prepared, prepared.token_approval(), &Default::default())
+            .unwrap_err()
+    };
+    fx.put("inbox/secret.md", "42000");
+    fx.put("notes/open.md", "open");
+    let hidden = call("inbox/secret.md");
+    assert_eq!(hidden.code, ErrorCode::ConcurrentModification);
+    let shown = format!("{hidden} {:?}", hidden.details);
+    for hash in [
+        tc_vault::content_hash(b"42000"),
+        tc_vault::content_hash(b"what a racing writer left"),
+    ] {
+        assert!(!shown.contains(&hash), "{shown}");
+    }
+    let readable = call("notes/open.md");
+    assert_eq!(
+        readable.details.unwrap()["expected"],
+        tc_vault::content_hash(b"open")
+    );
+}
+
 // r[verify tools.cancellation]
 #[test]
 fn a_cancellation_reaches_the_pipeline_and_the_handler_through_one_flag() {

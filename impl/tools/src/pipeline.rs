@@ -301,7 +301,15 @@ impl Pipeline {
             ));
         }
         let cx = self.cx(&binding, caller, control);
-        let withhold = |e| crate::refusals::withhold_unreadable_hash(&binding, caller, e);
+        let sent_prev_hash = args.canonical["prev_hash"].as_str().map(str::to_owned);
+        let withhold = |e| {
+            crate::refusals::withhold_unreadable_hash(
+                &binding,
+                caller,
+                sent_prev_hash.as_deref(),
+                e,
+            )
+        };
         // r[impl dispatch.precheck]
         let precheck = def.tool.precheck(&cx, &args.typed).map_err(withhold)?;
         // r[impl dispatch.gate]
@@ -462,7 +470,12 @@ impl Pipeline {
     ) -> Result<ToolOutput, ToolError> {
         self.execute_approved(prepared, approval, control)
             .map_err(|e| {
-                crate::refusals::withhold_unreadable_hash(&prepared.binding, &prepared.caller, e)
+                crate::refusals::withhold_unreadable_hash(
+                    &prepared.binding,
+                    &prepared.caller,
+                    prepared.args.canonical["prev_hash"].as_str(),
+                    e,
+                )
             })
     }
 

@@ -23,13 +23,15 @@ pub(crate) fn token_rejected(error: &RedeemError) -> &'static str {
 }
 
 // r[impl results.concurrent-modification.unreadable]
-/// A `concurrent_modification` about a note the caller may not read, with the note's
-/// current hash withheld: a hash lets anyone test guesses at the content offline, so it is
+/// A `concurrent_modification` about a note the caller may not read, with the hashes the
+/// server saw withheld: a hash lets anyone test guesses at the content offline, so it is
 /// shown only to a caller the folder ACL lets read the note (judged at its link target).
+/// The `prev_hash` the caller sent itself is told back as it was; `"absent"` is kept.
 /// Every other refusal is returned as it is.
 pub(crate) fn withhold_unreadable_hash(
     binding: &VaultBinding,
     caller: &CallerContext,
+    sent_prev_hash: Option<&str>,
     mut error: ToolError,
 ) -> ToolError {
     if error.code != ErrorCode::ConcurrentModification {
@@ -38,25 +40,37 @@ pub(crate) fn withhold_unreadable_hash(
     let Some(details) = error.details.as_mut() else {
         return error;
     };
-    let readable = details["path"]
-        .as_str()
-        .and_then(|path| VaultPath::parse(path).ok())
-        .is_some_and(|path| {
-            binding
-                .acl
-                .can_read_at(binding.vault.root(), &path, &caller.scopes)
-        });
-    let actual = details["actual"].as_str().map(str::to_owned);
-    if let (false, Some(actual)) = (readable, actual)
-        && actual != "absent"
-    {
-        details["actual"] = json!(HASH_NOT_SHOWN);
-        error.message = error.message.replace(&actual, HASH_NOT_SHOWN);
+    let Some(path) = details["path"].as_str().map(str::to_owned) else {
+        return error;
+    };
+    let readable = VaultPath::parse(&path).is_ok_and(|parsed| {
+        binding
+            .acl
+            .can_read_at(binding.vault.root(), &parsed, &caller.scopes)
+    });
+    if readable {
+        return error;
+    }
+    let mut withheld = false;
+    for field in ["expected", "actual"] {
+        let Some(seen) = details[field].as_str() else {
+            continue;
+        };
+        if seen != "absent" && Some(seen) != sent_prev_hash {
+            details[field] = json!(HASH_NOT_SHOWN);
+            withheld = true;
+        }
+    }
+    if withheld {
+        error.message = format!(
+            "note {path:?} changed since the call was prepared (its hashes are not shown: the \
+             folder ACL does not let this caller read the note)"
+        );
     }
     error
 }
 
-/// What `details.actual` says when the caller may not read the note.
+/// What `details.expected` or `details.actual` says when the caller may not read the note.
 pub const HASH_NOT_SHOWN: &str =
     "not shown (the folder ACL does not let this caller read the note)";
 

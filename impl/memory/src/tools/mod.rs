@@ -109,7 +109,14 @@ pub(crate) fn declared_writes(plans: &[NotePlan]) -> Vec<(AclOp, VaultPath)> {
         .collect()
 }
 
-/// The paths a precheck declared.
+/// The paths a precheck declared writes of: the notes an apply may write. A path declared
+/// only for reading (an existing entity's note an upsert shows) or for deleting is no
+/// licence to write it, whatever the apply plans.
 pub(crate) fn declared(precheck: &Precheck) -> Vec<VaultPath> {
-    precheck.declared_paths()
+    precheck
+        .acl
+        .iter()
+        .filter(|(op, _)| *op == AclOp::Write)
+        .map(|(_, path)| path.clone())
+        .collect()
 }

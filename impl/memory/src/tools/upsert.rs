@@ -156,21 +156,29 @@ impl Tool for UpsertEntity {
     }
 
     fn precheck(&self, cx: &ToolCx<'_>, args: &UpsertEntityArgs) -> Result<Precheck, ToolError> {
-        let planned = transact(&self.0, cx, Mode::Plan, |conn| change(cx, conn, args), None)
-            .map_err(failure_error)?;
-        let mut acl = declared_writes(&planned.plans);
         // r[impl memory.tools.upsert.acl]
         // The result shows every observation of an entity that exists, as get_entity does,
-        // so the read access of its note applies as get_entity's does.
+        // so the read access of its note applies as get_entity's does; judged before the
+        // plan, whose refusals (a hand edit, the observation count) would tell of it too.
         let existing = {
             let conn = self.0.db().lock();
             store::find(&conn, cx.vault().id(), &args.kind, &args.name).map_err(db_error)?
         };
-        if let Some(Ok(path)) = existing
+        let existing_note = match existing
             .as_ref()
             .and_then(|entity| entity.note_path.as_deref())
             .map(VaultPath::parse_note)
         {
+            Some(Ok(path)) => {
+                cx.require_read(&path)?;
+                Some(path)
+            }
+            _ => None,
+        };
+        let planned = transact(&self.0, cx, Mode::Plan, |conn| change(cx, conn, args), None)
+            .map_err(failure_error)?;
+        let mut acl = declared_writes(&planned.plans);
+        if let Some(path) = existing_note {
             acl.push((AclOp::Read, path));
         }
         Ok(Precheck {
