@@ -685,10 +685,7 @@ impl tc_tools::Tool for LosesARace {
 #[test]
 fn a_lost_race_names_no_hash_the_server_saw_of_a_note_the_caller_may_not_read() {
     let fx = Fx::new();
-    let acl = tc_vault::acl::AclConfig {
-        read_paths: Some(vec!["notes/**".into()]),
-        ..tc_vault::acl::AclConfig::default()
-    };
+    let acl = tc_tools::testing::read_only_under("notes/**");
     let mut registry = Registry::new();
     registry.add(LosesARace).unwrap();
     let snapshots = tc_vault::snapshot_dir_for(&fx.cache(), "main").unwrap();

@@ -162,10 +162,7 @@ fn update_task_write_gate_refusal_releases_through_the_builtin_verifier() {
 #[test]
 fn a_caller_that_may_write_a_note_but_not_read_it_learns_nothing_from_edits() {
     let fx = Fx::with(
-        Some(tc_vault::acl::AclConfig {
-            read_paths: Some(vec!["notes/**".into()]),
-            ..tc_vault::acl::AclConfig::default()
-        }),
+        Some(tc_tools::testing::read_only_under("notes/**")),
         Vec::new(),
     );
     let hidden = "---\nsalary: 42000\n---\n# Tasks\n- [ ] ask for a raise\nplain line\n";

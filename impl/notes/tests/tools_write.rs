@@ -98,10 +98,7 @@ fn write_note_create_and_prev_hash() {
 #[test]
 fn a_stale_prev_hash_names_no_hash_of_a_note_the_caller_may_not_read() {
     let fx = Fx::with(
-        Some(tc_vault::acl::AclConfig {
-            read_paths: Some(vec!["notes/**".into()]),
-            ..tc_vault::acl::AclConfig::default()
-        }),
+        Some(tc_tools::testing::read_only_under("notes/**")),
         Vec::new(),
     );
     fx.put("inbox/salary.md", "42000");

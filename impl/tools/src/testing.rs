@@ -455,6 +455,15 @@ pub fn deny_write_all() -> AclConfig {
     }
 }
 
+/// An ACL that lets callers read only under `glob` and write everywhere: the write-only
+/// caller the readable-only rules are about.
+pub fn read_only_under(glob: &str) -> AclConfig {
+    AclConfig {
+        read_paths: Some(vec![glob.into()]),
+        ..AclConfig::default()
+    }
+}
+
 pub fn forbid_all() -> Vec<ConventionConfig> {
     vec![ConventionConfig {
         glob: "**".into(),
