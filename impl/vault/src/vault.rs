@@ -355,13 +355,16 @@ impl Vault {
             });
         }
         self.check_locked(from, from_expected)?;
-        create_parent(to, &target)?;
+        if *to_expected != Precondition::MustNotExist {
+            self.check_locked(to, to_expected)?;
+        }
+        let folders = create_parent(to, &target)?;
         if *to_expected == Precondition::MustNotExist {
             rename_no_clobber(from, to, &source, &target)?;
         } else {
-            self.check_locked(to, to_expected)?;
             fs::rename(&source, &target).map_err(|e| not_found_or_io(from, "move", e))?;
         }
+        folders.keep();
         sync_parent(to, &target)?;
         sync_parent(from, &source)
     }
@@ -540,15 +543,72 @@ fn not_found_or_io(path: &VaultPath, op: &'static str, e: io::Error) -> VaultErr
     }
 }
 
-fn create_parent(path: &VaultPath, target: &Path) -> VaultResult<()> {
-    match target.parent() {
-        Some(dir) => fs::create_dir_all(dir).map_err(|e| match e.kind() {
-            io::ErrorKind::NotADirectory | io::ErrorKind::AlreadyExists => {
-                VaultError::invalid(path.as_str(), "a folder on the path is a file")
+// r[impl vault.write.folders-undone]
+/// Creates the target's missing folders. The returned guard removes them again (deepest
+/// first, each only while still empty) unless [`CreatedFolders::keep`] is called, so a
+/// write or move that fails after this leaves the folder tree as it found it.
+fn create_parent(path: &VaultPath, target: &Path) -> VaultResult<CreatedFolders> {
+    let Some(dir) = target.parent() else {
+        return Ok(CreatedFolders::default());
+    };
+    let mut missing = Vec::new();
+    let mut probe = Some(dir);
+    while let Some(folder) = probe {
+        if fs::symlink_metadata(folder).is_ok() {
+            break;
+        }
+        missing.push(folder.to_path_buf());
+        probe = folder.parent();
+    }
+    if missing.is_empty() {
+        return Ok(CreatedFolders::default());
+    }
+    // Deepest first is the order they are removed in; the guard exists before the first
+    // folder does, so a failure part-way through undoes what was made.
+    let mut created = CreatedFolders {
+        deepest_first: Vec::with_capacity(missing.len()),
+    };
+    for folder in missing.into_iter().rev() {
+        match fs::create_dir(&folder) {
+            Ok(()) => created.deepest_first.insert(0, folder),
+            // Made by someone else meanwhile: theirs, not ours to remove.
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists && folder.is_dir() => {}
+            Err(e) => {
+                return Err(match e.kind() {
+                    io::ErrorKind::NotADirectory | io::ErrorKind::AlreadyExists => {
+                        VaultError::invalid(path.as_str(), "a folder on the path is a file")
+                    }
+                    _ => VaultError::io(path.as_str(), "create folder", e),
+                });
             }
-            _ => VaultError::io(path.as_str(), "create folder", e),
-        }),
-        None => Ok(()),
+        }
+    }
+    Ok(created)
+}
+
+/// Folders a write made for its target, removed on drop unless kept.
+#[derive(Debug, Default)]
+#[must_use = "dropping the guard removes the folders it made"]
+struct CreatedFolders {
+    deepest_first: Vec<PathBuf>,
+}
+
+impl CreatedFolders {
+    /// The write landed: the folders stay.
+    fn keep(mut self) {
+        self.deepest_first.clear();
+    }
+}
+
+impl Drop for CreatedFolders {
+    fn drop(&mut self) {
+        for folder in &self.deepest_first {
+            // remove_dir refuses a folder that is no longer empty, which is what keeps
+            // anything another writer put there meanwhile.
+            if fs::remove_dir(folder).is_err() {
+                break;
+            }
+        }
     }
 }
 
@@ -560,7 +620,7 @@ fn write_atomic(
     no_clobber: bool,
     mode: Option<u32>,
 ) -> VaultResult<()> {
-    create_parent(path, target)?;
+    let folders = create_parent(path, target)?;
     let dir = target.parent().unwrap_or(Path::new("."));
     let io_err = |e| VaultError::io(path.as_str(), "write", e);
     let mut builder = tempfile::Builder::new();
@@ -594,6 +654,7 @@ fn write_atomic(
             io_err(e.error)
         }
     })?;
+    folders.keep();
     sync_dir(dir).map_err(io_err)
 }
 
@@ -681,6 +742,46 @@ mod tests {
             content_hash(b"abc"),
             "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
         );
+    }
+
+    // r[verify vault.write.folders-undone]
+    #[test]
+    fn a_refused_move_makes_no_folders() {
+        let f = TempVault::new();
+        f.vault
+            .write(&p("from.md"), b"x", &Precondition::None)
+            .unwrap();
+        let from_hash = Precondition::HashIs(content_hash(b"x"));
+        // The approved destination's hash no longer matches: nothing is there now.
+        let stale = Precondition::HashIs(content_hash(b"gone"));
+        let refused = f
+            .vault
+            .rename(&p("from.md"), &p("new/deep/to.md"), &from_hash, &stale)
+            .unwrap_err();
+        assert_eq!(refused.code(), "concurrent_modification");
+        assert_eq!(names_in(f.vault.root().path()), ["from.md"]);
+    }
+
+    // r[verify vault.write.folders-undone]
+    #[test]
+    fn folders_made_for_a_failed_write_are_removed_while_empty() {
+        let f = TempVault::new();
+        let root = f.vault.root().path().to_path_buf();
+        let target = root.join("a/b/c/note.md");
+        drop(create_parent(&p("a/b/c/note.md"), &target).unwrap());
+        assert!(names_in(&root).is_empty(), "every folder made is gone");
+
+        // A folder someone filled meanwhile stays, with what is in it.
+        let folders = create_parent(&p("a/b/c/note.md"), &target).unwrap();
+        fs::write(root.join("a/other.md"), b"theirs").unwrap();
+        drop(folders);
+        assert_eq!(names_in(&root.join("a")), ["other.md"]);
+
+        // Kept once the write lands; folders that were there are never touched.
+        create_parent(&p("a/b/c/note.md"), &target).unwrap().keep();
+        assert!(root.join("a/b/c").is_dir());
+        drop(create_parent(&p("a/b/c/d.md"), &root.join("a/b/c/d.md")).unwrap());
+        assert!(root.join("a/b/c").is_dir());
     }
 
     #[test]
