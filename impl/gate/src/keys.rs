@@ -49,13 +49,16 @@ pub enum KeyPurpose {
     ReadNotesCursor,
     /// Sealing generated wiki pages.
     WikiSeal,
+    /// Keying the state_fp shown to callers (spec drift.fingerprint-keyed).
+    StateFingerprint,
 }
 
 impl KeyPurpose {
-    pub const ALL: [KeyPurpose; 3] = [
+    pub const ALL: [KeyPurpose; 4] = [
         KeyPurpose::RequestState,
         KeyPurpose::ReadNotesCursor,
         KeyPurpose::WikiSeal,
+        KeyPurpose::StateFingerprint,
     ];
 
     /// The HKDF `info` label; changing one voids every value sealed for that purpose.
@@ -64,6 +67,7 @@ impl KeyPurpose {
             KeyPurpose::RequestState => "obsidian-tc/v1/request-state",
             KeyPurpose::ReadNotesCursor => "obsidian-tc/v1/read-notes-cursor",
             KeyPurpose::WikiSeal => "obsidian-tc/v1/wiki-seal",
+            KeyPurpose::StateFingerprint => "obsidian-tc/v1/state-fp",
         }
     }
 }

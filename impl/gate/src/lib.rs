@@ -27,8 +27,8 @@ pub use gate::{
     RequestStateMode, SpentReason,
 };
 pub use state_fp::{
-    ConfirmationTargets, InvalidStateFp, RegistryError, StateFp, fingerprint_custom,
-    fingerprint_targets, validate_gated_tool,
+    ConfirmationTargets, FingerprintKey, InvalidStateFp, RegistryError, StateFp,
+    fingerprint_custom, fingerprint_targets, validate_gated_tool,
 };
 pub use store::{CACHE_DB_FILE, LATEST_SCHEMA_VERSION, Store, StoreError, StoredRows, SweepReport};
 pub use verifier::{BuiltinVerifier, Verifier};

@@ -9,7 +9,10 @@
 
 use std::fmt;
 
+use hmac::{Hmac, KeyInit, Mac};
 use sha2::{Digest, Sha256};
+
+use crate::keys::{KeyPurpose, ServerSecret};
 
 /// Hex digits kept from the SHA-256 of a fingerprint (128 bits, like args_hash).
 const FP_HEX_LEN: usize = 32;
@@ -17,6 +20,8 @@ const FP_HEX_LEN: usize = 32;
 /// Domain tags so a path-target fingerprint can never equal a custom one by construction.
 const TAG_PATHS: &[u8] = b"tc-gate/state-fp/paths/v1";
 const TAG_CUSTOM: &[u8] = b"tc-gate/state-fp/custom/v1";
+/// The MAC's domain, so this key's tags can be mistaken for no other use of HMAC.
+const TAG_KEYED: &[u8] = b"tc-gate/state-fp/keyed/v1";
 
 /// The fingerprint of a confirmation's targets: 32 lowercase hex digits, or the empty
 /// string for tools that declare `confirmationTargets: "none"`.
@@ -117,6 +122,46 @@ pub fn fingerprint_custom(parts: &[&[u8]]) -> StateFp {
     StateFp::from_digest(hasher)
 }
 
+// r[impl drift.fingerprint-keyed]
+/// The server's key for the fingerprints it shows. A tool's own fingerprint is a plain
+/// SHA-256 of what it observed, content hashes included, so shown as it is it would let a
+/// caller that may not read a target test guesses of the target's content offline; keyed,
+/// it says only whether two states differ, to those who hold the server secret.
+pub struct FingerprintKey {
+    key: [u8; 32],
+}
+
+impl fmt::Debug for FingerprintKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FingerprintKey")
+            .field("key", &"<redacted>")
+            .finish()
+    }
+}
+
+impl FingerprintKey {
+    /// The key derived from the server secret for [`KeyPurpose::StateFingerprint`].
+    pub fn new(secret: &ServerSecret) -> Self {
+        Self {
+            key: *secret.derive(KeyPurpose::StateFingerprint).as_bytes(),
+        }
+    }
+
+    /// The fingerprint shown for `raw`, a tool's own; the empty fingerprint stays empty.
+    pub fn key(&self, raw: &StateFp) -> StateFp {
+        if raw.is_none() {
+            return StateFp::none();
+        }
+        // HMAC takes keys of any length; a 32-byte key is always accepted.
+        let mut mac = Hmac::<Sha256>::new_from_slice(&self.key).expect("HMAC accepts 32-byte keys");
+        mac.update(TAG_KEYED);
+        mac.update(raw.as_str().as_bytes());
+        let mut hex = hex::encode(mac.finalize().into_bytes());
+        hex.truncate(FP_HEX_LEN);
+        StateFp(hex)
+    }
+}
+
 /// What a gated tool declares its confirmation to be about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ConfirmationTargets {
@@ -155,6 +200,32 @@ pub fn validate_gated_tool(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    // r[verify drift.fingerprint-keyed]
+    #[test]
+    fn a_keyed_fingerprint_is_stable_per_secret_and_unlike_the_raw_one() {
+        use crate::clock::SeededEntropy;
+        let secret = ServerSecret::ephemeral(&SeededEntropy::new(1));
+        let other = ServerSecret::ephemeral(&SeededEntropy::new(2));
+        let raw = fingerprint_targets(&[("a.md".to_owned(), Some("h".to_owned()))]);
+        let keyed = FingerprintKey::new(&secret).key(&raw);
+        assert_ne!(keyed, raw, "the raw SHA-256 is never shown");
+        assert_eq!(StateFp::parse(keyed.as_str()), Ok(keyed.clone()));
+        assert_eq!(
+            keyed,
+            FingerprintKey::new(&ServerSecret::ephemeral(&SeededEntropy::new(1))).key(&raw),
+            "servers on one secret agree"
+        );
+        assert_ne!(keyed, FingerprintKey::new(&other).key(&raw));
+        let changed = fingerprint_targets(&[("a.md".to_owned(), Some("i".to_owned()))]);
+        assert_ne!(keyed, FingerprintKey::new(&secret).key(&changed));
+        assert!(FingerprintKey::new(&secret).key(&StateFp::none()).is_none());
+        assert!(
+            !format!("{:?}", FingerprintKey::new(&secret)).contains(&hex::encode(
+                secret.derive(KeyPurpose::StateFingerprint).as_bytes()
+            ))
+        );
+    }
 
     // The printed `--state-fp` and the details of `elicit_required` are this text: an empty
     // or wrong rendering would print a command that approves nothing.

@@ -196,16 +196,21 @@ fn each_purpose_has_its_own_label_and_key() {
         [
             "obsidian-tc/v1/request-state",
             "obsidian-tc/v1/read-notes-cursor",
-            "obsidian-tc/v1/wiki-seal"
+            "obsidian-tc/v1/wiki-seal",
+            "obsidian-tc/v1/state-fp"
         ]
     );
     let keys: Vec<[u8; 32]> = KeyPurpose::ALL
         .iter()
         .map(|p| *secret.derive(*p).as_bytes())
         .collect();
-    assert_ne!(keys[0], keys[1]);
-    assert_ne!(keys[0], keys[2]);
-    assert_ne!(keys[1], keys[2]);
+    for (i, key) in keys.iter().enumerate() {
+        assert!(
+            !keys[..i].contains(key),
+            "{:?} shares a key",
+            KeyPurpose::ALL[i]
+        );
+    }
     // Derivation is a function of the secret and the label only.
     assert_eq!(
         secret.derive(KeyPurpose::WikiSeal),

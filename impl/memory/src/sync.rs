@@ -63,7 +63,13 @@ pub struct NoteWritten {
     pub path: String,
     /// Whether the note did not exist before.
     pub created: bool,
-    pub content_hash: String,
+    /// Null for a caller that may not read the note: its rendering holds the entity's
+    /// observations (spec vault.acl.results-readable-only).
+    pub content_hash: Option<String>,
+    /// The hash written, for the undo of a change that fails after it; never shown.
+    #[serde(skip)]
+    #[schemars(skip)]
+    written_hash: String,
 }
 
 pub(crate) fn db_error(_: rusqlite::Error) -> ToolError {
@@ -345,10 +351,12 @@ fn write_planned(cx: &ToolCx<'_>, plan: &NotePlan) -> Result<NoteWritten, ToolEr
             None => Precondition::MustNotExist,
         };
         let outcome = locked.write(&plan.new, &guard)?;
+        // r[impl vault.acl.results-readable-only]
         Ok(NoteWritten {
             path: plan.path.as_str().to_owned(),
             created: outcome.created,
-            content_hash: outcome.hash,
+            content_hash: cx.may_read(&plan.path).then(|| outcome.hash.clone()),
+            written_hash: outcome.hash,
         })
     })
 }
@@ -361,7 +369,7 @@ fn undo(cx: &ToolCx<'_>, written: &[(NotePlan, NoteWritten)]) {
             .read_if_exists(&plan.path)
             .ok()
             .flatten()
-            .is_some_and(|c| c.hash == outcome.content_hash);
+            .is_some_and(|c| c.hash == outcome.written_hash);
         if !still_ours {
             continue;
         }
@@ -371,12 +379,12 @@ fn undo(cx: &ToolCx<'_>, written: &[(NotePlan, NoteWritten)]) {
                 .write(
                     &plan.path,
                     &old.bytes,
-                    &Precondition::HashIs(outcome.content_hash.clone()),
+                    &Precondition::HashIs(outcome.written_hash.clone()),
                 )
                 .map(|_| ()),
             None => cx.vault().delete(
                 &plan.path,
-                &Precondition::HashIs(outcome.content_hash.clone()),
+                &Precondition::HashIs(outcome.written_hash.clone()),
             ),
         };
     }

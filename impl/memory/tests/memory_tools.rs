@@ -514,6 +514,62 @@ fn an_upsert_shows_no_entity_whose_note_the_caller_may_not_read() {
     );
 }
 
+// r[verify vault.acl.results-readable-only]
+// r[verify memory.tools.delete.acl]
+#[test]
+fn a_caller_that_may_write_entity_notes_but_not_read_them_is_told_no_hash_of_them() {
+    let mut fx = Fx::new();
+    let ada = id_of(&upsert(&fx, "person", "Ada", &["a secret observation"]));
+    let bob = id_of(&upsert(&fx, "person", "Bob", &[]));
+    fx.reconfigure(
+        Some(tc_tools::testing::read_only_under("notes/**")),
+        Vec::new(),
+    );
+    let related = relate(&fx, &ada, &bob, "knows");
+    let written = related["notes_written"]["notes"].as_array().unwrap();
+    assert_eq!(written.len(), 2, "{related}");
+    for note in written {
+        assert_eq!(note["content_hash"], json!(null), "{related}");
+    }
+    let unrelated = fx
+        .call(
+            "unrelate_entities",
+            json!({"source": ada, "target": bob, "relation": "knows"}),
+        )
+        .unwrap();
+    assert_eq!(
+        unrelated["notes_written"]["notes"][0]["content_hash"],
+        json!(null),
+        "{unrelated}"
+    );
+    // delete_entity would show the entity: refused before any confirmation is asked, with
+    // or without relations to list.
+    let requested = fx.requested();
+    for args in [
+        json!({"entity_id": bob}),
+        json!({"entity_id": ada, "cascade": true}),
+    ] {
+        let refused = assert_code(fx.call("delete_entity", args), ErrorCode::AclDenied);
+        assert!(!refused.to_string().contains("secret"), "{refused}");
+        assert!(!refused.details.unwrap().to_string().contains("secret"));
+    }
+    assert_eq!(fx.requested(), requested, "no confirmation was asked");
+    assert!(fx.get("memory/person/Bob.md").is_some());
+    // A reader is told the hash of what was written.
+    fx.reconfigure(None, Vec::new());
+    let cy = id_of(&upsert(&fx, "person", "Cy", &[]));
+    let told = relate(&fx, &ada, &cy, "knows");
+    let ada_note = fx.get("memory/person/Ada.md").unwrap();
+    assert!(
+        told["notes_written"]["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n["content_hash"] == tc_vault::content_hash(ada_note.as_bytes())),
+        "{told}"
+    );
+}
+
 #[test]
 fn status_is_set_by_upsert_and_shown_everywhere() {
     let fx = Fx::new();

@@ -38,7 +38,8 @@ pub struct DeleteNoteOutput {
     pub path: String,
     pub permanent: bool,
     /// The deleted note's content hash.
-    pub content_hash: String,
+    /// Null for a caller that may not read the note (spec vault.acl.results-readable-only).
+    pub content_hash: Option<String>,
     /// The snapshot `restore_note` brings it back from; null when permanent.
     pub snapshot_id: Option<String>,
 }
@@ -106,12 +107,14 @@ impl Tool for DeleteNote {
         // Checked again under the note's lock: an append landing after the read above is
         // refused, not deleted with the approved content.
         let approved = Precondition::HashIs(current.hash.clone());
+        // r[impl vault.acl.results-readable-only]
+        let shown = cx.may_read(&path);
         if args.permanent {
             cx.vault().delete(&path, &approved)?;
             Ok(DeleteNoteOutput {
                 path: path.as_str().to_owned(),
                 permanent: true,
-                content_hash: current.hash,
+                content_hash: shown.then_some(current.hash),
                 snapshot_id: None,
             })
         } else {
@@ -119,7 +122,7 @@ impl Tool for DeleteNote {
             Ok(DeleteNoteOutput {
                 path: path.as_str().to_owned(),
                 permanent: false,
-                content_hash: info.content_hash,
+                content_hash: shown.then_some(info.content_hash),
                 snapshot_id: Some(info.id.as_str().to_owned()),
             })
         }
@@ -145,7 +148,8 @@ pub struct RestoreNoteArgs {
 pub struct RestoreNoteOutput {
     pub path: String,
     pub snapshot_id: String,
-    pub content_hash: String,
+    /// Null for a caller that may not read the note (spec vault.acl.results-readable-only).
+    pub content_hash: Option<String>,
 }
 
 #[derive(Debug)]
@@ -262,10 +266,12 @@ impl Tool for RestoreNote {
             .and_then(|p| p.downcast_ref::<String>())
             .ok_or_else(|| not_found(&path))?;
         let info = cx.vault().restore(&path, Some(id))?;
+        // r[impl vault.acl.results-readable-only]
+        let shown = cx.may_read(&path);
         Ok(RestoreNoteOutput {
             path: path.as_str().to_owned(),
             snapshot_id: info.id.as_str().to_owned(),
-            content_hash: info.content_hash,
+            content_hash: shown.then_some(info.content_hash),
         })
     }
 }

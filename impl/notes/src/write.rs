@@ -60,9 +60,11 @@ pub struct WriteNoteOutput {
     pub mode: WriteMode,
     /// Whether the note did not exist before.
     pub created: bool,
-    pub content_hash: String,
-    /// The note's size after the write.
-    pub bytes: usize,
+    /// The note's hash after the write; null after an append or prepend by a caller that
+    /// may not read the note (spec vault.acl.results-readable-only).
+    pub content_hash: Option<String>,
+    /// The note's size after the write; null when `content_hash` is.
+    pub bytes: Option<usize>,
 }
 
 #[derive(Debug)]
@@ -217,12 +219,16 @@ impl Tool for WriteNote {
                 check_observed(state, &path, current.as_ref())?;
             }
             let outcome = locked.write(&new, &guard_for(current.as_ref()))?;
+            // r[impl vault.acl.results-readable-only]
+            // An append's hash and size are of the note's old bytes too.
+            let all_its_own = matches!(args.mode, WriteMode::Overwrite | WriteMode::Create);
+            let shown = all_its_own || cx.may_read(&path);
             Ok(WriteNoteOutput {
                 path: path.as_str().to_owned(),
                 mode: args.mode,
                 created: outcome.created,
-                content_hash: outcome.hash,
-                bytes: new.len(),
+                content_hash: shown.then_some(outcome.hash),
+                bytes: shown.then_some(new.len()),
             })
         })
     }

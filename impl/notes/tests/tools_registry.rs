@@ -164,6 +164,10 @@ fn tools_list_snapshot() {
         );
         assert!(!def.annotations.open_world_hint);
     }
+    // No Rust integer format (`uint`, `uint64`) reaches a client, nullable ones included:
+    // strict validators (ajv) refuse a schema with a format they do not know.
+    let listed = serde_json::to_string(&registry.list()).unwrap();
+    assert!(!listed.contains("\"format\":\"uint"), "{listed}");
 }
 
 // r[verify dispatch.schema]

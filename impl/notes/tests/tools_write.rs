@@ -124,6 +124,108 @@ fn a_stale_prev_hash_names_no_hash_of_a_note_the_caller_may_not_read() {
     assert_eq!(fx.get("inbox/salary.md").as_deref(), Some("42000"));
 }
 
+// r[verify vault.acl.results-readable-only]
+// r[verify drift.fingerprint-keyed]
+#[test]
+fn a_caller_that_may_write_but_not_read_is_told_no_hash_of_the_note() {
+    let fx = Fx::with(
+        Some(tc_tools::testing::read_only_under("notes/**")),
+        Vec::new(),
+    );
+    fx.put("inbox/salary.md", "42000");
+    fx.put("notes/open.md", "open");
+    let append = |path: &str| {
+        fx.call(
+            "write_note",
+            json!({"path": path, "content": "x", "mode": "append"}),
+        )
+        .unwrap()
+    };
+    let hidden = append("inbox/salary.md");
+    assert_eq!(hidden["content_hash"], json!(null), "{hidden}");
+    assert_eq!(hidden["bytes"], json!(null), "{hidden}");
+    assert_eq!(fx.get("inbox/salary.md").as_deref(), Some("42000\nx"));
+    // A note it may read, and a note all of whose bytes are its own, say their hash.
+    let shown = append("notes/open.md");
+    assert_eq!(shown["content_hash"], tc_vault::content_hash(b"open\nx"));
+    let created = fx
+        .call(
+            "write_note",
+            json!({"path": "inbox/new.md", "content": "mine", "mode": "create"}),
+        )
+        .unwrap();
+    assert_eq!(created["content_hash"], tc_vault::content_hash(b"mine"));
+    assert_eq!(created["bytes"], 4);
+
+    // The state_fp of its refused overwrite is keyed: no guess of the content checks out
+    // against it, the right one included.
+    let refused = fx
+        .call(
+            "write_note",
+            json!({"path": "inbox/salary.md", "content": "y"}),
+        )
+        .unwrap_err();
+    assert_eq!(refused.code, ErrorCode::ElicitRequired);
+    let shown_fp = refused.details.as_ref().unwrap()["state_fp"].clone();
+    let unkeyed = tc_gate::fingerprint_targets(&[(
+        "inbox/salary.md".to_owned(),
+        Some(tc_vault::content_hash(b"42000\nx")),
+    )]);
+    assert_eq!(shown_fp.as_str().map(str::len), Some(32));
+    assert_ne!(
+        shown_fp,
+        unkeyed.as_str(),
+        "the unkeyed fingerprint is an oracle"
+    );
+    // Keyed, it still approves: the token redeems and the drift check passes.
+    let token = fx.mint(&refused);
+    fx.call(
+        "write_note",
+        with_token(&json!({"path": "inbox/salary.md", "content": "y"}), &token),
+    )
+    .unwrap();
+    assert_eq!(fx.get("inbox/salary.md").as_deref(), Some("y"));
+
+    // Nor does an approved delete, to a snapshot or for good, or the restore, name it.
+    let deleted = fx.call("delete_note", json!({"path": "inbox/salary.md"}));
+    let token = fx.mint(&deleted.unwrap_err());
+    let deleted = fx
+        .call(
+            "delete_note",
+            with_token(&json!({"path": "inbox/salary.md"}), &token),
+        )
+        .unwrap();
+    assert_eq!(deleted["content_hash"], json!(null), "{deleted}");
+    let restore = json!({"path": "inbox/salary.md"});
+    let restored = match fx.call("restore_note", restore.clone()) {
+        Ok(out) => out,
+        Err(refusal) => {
+            let token = fx.mint(&refusal);
+            fx.call("restore_note", with_token(&restore, &token))
+                .unwrap()
+        }
+    };
+    assert_eq!(restored["content_hash"], json!(null), "{restored}");
+    assert_eq!(fx.get("inbox/salary.md").as_deref(), Some("y"));
+    let gone = json!({"path": "inbox/salary.md", "permanent": true});
+    let token = fx.mint(&fx.call("delete_note", gone.clone()).unwrap_err());
+    let gone = fx.call("delete_note", with_token(&gone, &token)).unwrap();
+    assert_eq!(gone["content_hash"], json!(null), "{gone}");
+    // A reader is told, as before.
+    fx.put("notes/b.md", "b");
+    let token = fx.mint(
+        &fx.call("delete_note", json!({"path": "notes/b.md"}))
+            .unwrap_err(),
+    );
+    let told = fx
+        .call(
+            "delete_note",
+            with_token(&json!({"path": "notes/b.md"}), &token),
+        )
+        .unwrap();
+    assert_eq!(told["content_hash"], tc_vault::content_hash(b"b"));
+}
+
 // r[verify gate.token.single-use]
 // r[verify approval.fresh-per-call]
 // r[verify gate.token.never-logged]

@@ -294,8 +294,16 @@ impl ServerCore {
             limits: PageLimits::new(cap),
         };
         let facade = Facade::new(config.tool_facade.mode, &registry);
-        let pipeline = Pipeline::new(registry, bindings, gate, Arc::clone(&parts.clock), paging)
-            .with_approval_flags(parts.approval_flags);
+        let fingerprints = tc_gate::FingerprintKey::new(parts.secret);
+        let pipeline = Pipeline::new(
+            registry,
+            bindings,
+            gate,
+            Arc::clone(&parts.clock),
+            paging,
+            fingerprints,
+        )
+        .with_approval_flags(parts.approval_flags);
         let pipeline = Arc::new(pipeline);
         crate::rerun::ServerReplayer::wire(
             &sessions,

@@ -282,6 +282,13 @@ impl ToolCx<'_> {
             .is_ok()
     }
 
+    /// Whether the folder ACL lets the caller read `path` (judged at its link targets too):
+    /// for a result that would say something of the note's content (spec
+    /// vault.acl.results-readable-only).
+    pub fn may_read(&self, path: &VaultPath) -> bool {
+        self.require_read(path).is_ok()
+    }
+
     /// Refuses with `acl_denied`, as the folder ACL would after the gate, unless the caller
     /// may read `path` (judged at its link targets too): for a precheck that is about to
     /// read a note whose content its refusals or its result would show.

@@ -33,8 +33,8 @@ use serde_json::{Value, json};
 use tc_gate::args_hash::args_hash;
 use tc_gate::clock::Clock;
 use tc_gate::{
-    BuiltinVerifier, CallBinding, Gate, InHandlerNoEffect, NoEffect, NonTokenRoute, RaisedRequest,
-    RedeemError, ReleaseOutcome, SpentReason, StateFp, Verifier, fingerprint_custom,
+    BuiltinVerifier, CallBinding, FingerprintKey, Gate, InHandlerNoEffect, NoEffect, NonTokenRoute,
+    RaisedRequest, RedeemError, ReleaseOutcome, SpentReason, StateFp, Verifier, fingerprint_custom,
 };
 
 use crate::context::{CallControl, CallerContext, ToolCx, VaultBinding};
@@ -71,7 +71,10 @@ pub struct Prepared {
     args: ParsedArgs,
     args_hash: String,
     precheck: Precheck,
+    /// The state as the tool observed it; the handler compares what it finds with this.
     state: TargetState,
+    /// `state.fp` keyed: what is recorded, shown and compared at redemption.
+    state_fp: StateFp,
 }
 
 // r[impl dispatch.debug-redacted]
@@ -83,7 +86,7 @@ impl fmt::Debug for Prepared {
             .field("caller", &self.caller.id)
             .field("args_hash", &self.args_hash)
             .field("needs_confirmation", &self.precheck.needs_confirmation)
-            .field("state_fp", &self.state.fp)
+            .field("state_fp", &self.state_fp)
             .field(
                 "elicit_token",
                 &self.args.elicit_token.as_ref().map(|_| "<redacted>"),
@@ -131,7 +134,7 @@ impl Prepared {
 
     /// The fingerprint of the confirmation targets as they were when prepared.
     pub fn state_fp(&self) -> &StateFp {
-        &self.state.fp
+        &self.state_fp
     }
 
     /// The approval the call's own arguments bring: its `elicit_token`, else none.
@@ -160,6 +163,8 @@ pub struct Pipeline {
     clock: Arc<dyn Clock>,
     verifier: Arc<dyn Verifier>,
     paging: PagingSetup,
+    /// Keys every fingerprint before it is recorded or shown (spec drift.fingerprint-keyed).
+    fingerprints: FingerprintKey,
     /// The flags `obsidian-tc elicit` needs to find this server's cache.db and config
     /// (`--config FILE`, `--cache-dir DIR`, both absolute), as the server was started.
     approval_flags: Vec<String>,
@@ -176,13 +181,15 @@ impl fmt::Debug for Pipeline {
 
 impl Pipeline {
     /// The pipeline over `vaults`; `paging` holds the read_notes cursor key and the
-    /// governor's cap the paging tools fill their pages up to.
+    /// governor's cap the paging tools fill their pages up to, `fingerprints` the key of the
+    /// state_fp it records and shows.
     pub fn new(
         registry: Registry,
         vaults: impl IntoIterator<Item = VaultBinding>,
         gate: Gate,
         clock: Arc<dyn Clock>,
         paging: PagingSetup,
+        fingerprints: FingerprintKey,
     ) -> Self {
         Pipeline {
             registry,
@@ -194,6 +201,7 @@ impl Pipeline {
             clock,
             verifier: Arc::new(BuiltinVerifier),
             paging,
+            fingerprints,
             approval_flags: Vec::new(),
         }
     }
@@ -328,6 +336,7 @@ impl Pipeline {
             args,
             args_hash: hash,
             precheck,
+            state_fp: self.shown_fp(&state),
             state,
         })
     }
@@ -460,6 +469,14 @@ impl Pipeline {
             .state(&cx, &prepared.args.typed, &prepared.precheck)
     }
 
+    // r[impl drift.fingerprint-keyed]
+    /// The fingerprint of a tool's observed state as the pipeline records, shows and
+    /// compares it, at the raise and at every redemption alike. The tool's own stays in
+    /// the state, for its handler to compare what it finds under its lock with.
+    fn shown_fp(&self, state: &TargetState) -> StateFp {
+        self.fingerprints.key(&state.fp)
+    }
+
     /// The confirmation gate's outcome, the folder ACL and the handler (see the module
     /// documentation). `cancel` is checked right before the handler is entered.
     pub fn execute(
@@ -520,7 +537,11 @@ impl Pipeline {
         control: &CallControl,
     ) -> Result<ToolOutput, ToolError> {
         let state = self.fresh_state(prepared)?;
-        if self.gate.check_drift(approved, &state.fp).is_err() {
+        if self
+            .gate
+            .check_drift(approved, &self.shown_fp(&state))
+            .is_err()
+        {
             return Err(Self::replay_drift(prepared, false));
         }
         Self::check_acl(prepared)?;
@@ -554,8 +575,10 @@ impl Pipeline {
             let state = self.fresh_state(prepared);
             // A target that cannot be read now is not the state that was approved.
             let fp = match &state {
-                Ok(state) => state.fp.clone(),
-                Err(_) => fingerprint_custom(&[b"unreadable confirmation target"]),
+                Ok(state) => self.shown_fp(state),
+                Err(_) => self
+                    .fingerprints
+                    .key(&fingerprint_custom(&[b"unreadable confirmation target"])),
             };
             fresh = Some(state);
             fp

@@ -53,7 +53,13 @@ fn tidy(value: &mut Value) {
             if let Some(Value::String(text)) = map.get_mut("description") {
                 *text = text.split_whitespace().collect::<Vec<_>>().join(" ");
             }
-            if map.get("type").and_then(Value::as_str) == Some("integer") {
+            let integer = match map.get("type") {
+                Some(Value::String(one)) => one == "integer",
+                // A nullable integer: `["integer", "null"]`.
+                Some(Value::Array(types)) => types.iter().any(|t| t == "integer"),
+                _ => false,
+            };
+            if integer {
                 map.remove("format");
             }
             for (key, inner) in map.iter_mut() {

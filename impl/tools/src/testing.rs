@@ -124,7 +124,14 @@ pub fn pipeline(
     clock: Arc<dyn Clock>,
     secret: &ServerSecret,
 ) -> Pipeline {
-    Pipeline::new(registry, [binding], gate, clock, paging(secret))
+    Pipeline::new(
+        registry,
+        [binding],
+        gate,
+        clock,
+        paging(secret),
+        tc_gate::FingerprintKey::new(secret),
+    )
 }
 
 /// The gated tools' fixture: a [`TempVault`] (which it derefs to), a gate on an in-memory

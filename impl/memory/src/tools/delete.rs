@@ -216,6 +216,11 @@ impl Tool for DeleteEntity {
         let entity = observed
             .entity
             .ok_or_else(|| entity_not_found(&args.entity_id))?;
+        // r[impl memory.tools.delete.acl]
+        // The result and a relations refusal show the entity: judged before either.
+        if let Some((path, _)) = &observed.note {
+            cx.require_read(path)?;
+        }
         if !observed.relations.is_empty() && !args.cascade {
             return Err(has_relations(&args.entity_id, &observed.relations));
         }
@@ -239,6 +244,7 @@ impl Tool for DeleteEntity {
         let mut note = None;
         if let Some((path, Some(_))) = &observed.note {
             acl.push((AclOp::Delete, path.clone()));
+            acl.push((AclOp::Read, path.clone()));
             note = Some(path.clone());
         }
         acl.extend(declared_writes(&planned.plans));
