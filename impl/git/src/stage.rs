@@ -41,7 +41,8 @@ pub struct StagedPath {
     pub path: String,
     /// `added`, `modified`, `deleted` or `unchanged` (against the index before the call).
     pub change: String,
-    /// The blob id now in the index; null for a staged deletion.
+    /// The blob id now in the index; null for a staged deletion, and for a path the caller
+    /// may not read (spec vault.acl.results-readable-only).
     pub blob: Option<String>,
 }
 
@@ -324,7 +325,16 @@ impl Tool for GitStage {
         let root = cx.vault().root().path();
         let repo = repo::open(root, &self.options)?;
         let paths = precheck.declared_paths();
-        let staged = stage_paths(&repo, root, &paths)?;
+        let mut staged = stage_paths(&repo, root, &paths)?;
+        // r[impl vault.acl.results-readable-only]
+        // A blob id is the SHA-1 of the file's bytes: for a file the caller may not read, an
+        // oracle for guesses of its content.
+        for (entry, path) in staged.iter_mut().zip(&paths) {
+            debug_assert_eq!(entry.path, path.as_str(), "one entry per path, in order");
+            if !cx.may_read(path) {
+                entry.blob = None;
+            }
+        }
         Ok(GitStageOutput {
             vault: cx.vault().id().to_owned(),
             staged,

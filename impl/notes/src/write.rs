@@ -139,6 +139,11 @@ impl Tool for WriteNote {
 
     fn precheck(&self, cx: &ToolCx<'_>, args: &WriteNoteArgs) -> Result<Precheck, ToolError> {
         let path = note(&args.path)?;
+        // r[impl tools.prev-hash.readable]
+        // Compared for anyone, a prev_hash would answer "is the note this?" for each guess.
+        if args.prev_hash.is_some() {
+            cx.require_read(&path)?;
+        }
         let current = cx.vault().read_if_exists(&path)?;
         check_prev_hash(&path, args.prev_hash.as_deref(), current.as_ref())?;
         if args.mode == WriteMode::Create && current.is_some() {

@@ -94,34 +94,49 @@ fn write_note_create_and_prev_hash() {
     assert_eq!(fx.get("a.md").unwrap(), "one\ntwo");
 }
 
-// r[verify results.concurrent-modification.unreadable]
+// r[verify tools.prev-hash.readable]
 #[test]
-fn a_stale_prev_hash_names_no_hash_of_a_note_the_caller_may_not_read() {
+fn a_prev_hash_is_no_oracle_for_a_note_the_caller_may_not_read() {
     let fx = Fx::with(
         Some(tc_tools::testing::read_only_under("notes/**")),
         Vec::new(),
     );
     fx.put("inbox/salary.md", "42000");
     fx.put("notes/open.md", "open");
-    let guess = |path: &str| {
+    let secret = tc_vault::content_hash(b"42000");
+    let guess = |path: &str, prev_hash: &str, mode: &str| {
         fx.call(
             "write_note",
-            json!({"path": path, "content": "x", "mode": "append", "prev_hash": "f".repeat(64)}),
+            json!({"path": path, "content": "x", "mode": mode, "prev_hash": prev_hash}),
         )
-        .unwrap_err()
     };
-    let hidden = guess("inbox/salary.md");
-    assert_eq!(hidden.code, ErrorCode::ConcurrentModification);
-    let secret = tc_vault::content_hash(b"42000");
-    assert!(!hidden.to_string().contains(&secret), "{hidden}");
-    let details = hidden.details.unwrap();
-    assert!(!details.to_string().contains(&secret), "{details}");
-    assert!(details["actual"].as_str().unwrap().starts_with("not shown"));
-    // A note the caller may read still says its hash, and a missing one says absent.
-    let shown = guess("notes/open.md").details.unwrap();
-    assert_eq!(shown["actual"], tc_vault::content_hash(b"open"));
-    assert_eq!(guess("inbox/none.md").details.unwrap()["actual"], "absent");
+    // A wrong guess and the right one get the same refusal, on every mode, before any
+    // confirmation is asked.
+    for mode in ["append", "overwrite", "prepend"] {
+        for prev_hash in ["f".repeat(64), secret.clone()] {
+            let refused = guess("inbox/salary.md", &prev_hash, mode).unwrap_err();
+            assert_eq!(refused.code, ErrorCode::AclDenied, "{mode}: {refused}");
+            let details = refused.details.unwrap();
+            assert!(!details.to_string().contains(&secret), "{details}");
+        }
+    }
+    assert_eq!(fx.requested(), 0);
     assert_eq!(fx.get("inbox/salary.md").as_deref(), Some("42000"));
+    // A note the caller may read still compares it, and says its hash.
+    let stale = guess("notes/open.md", &"f".repeat(64), "append").unwrap_err();
+    assert_eq!(stale.code, ErrorCode::ConcurrentModification);
+    assert_eq!(
+        stale.details.unwrap()["actual"],
+        tc_vault::content_hash(b"open")
+    );
+    guess("notes/open.md", &tc_vault::content_hash(b"open"), "append").unwrap();
+    // Without prev_hash the write-only caller still writes.
+    fx.call(
+        "write_note",
+        json!({"path": "inbox/salary.md", "content": "x", "mode": "append"}),
+    )
+    .unwrap();
+    assert_eq!(fx.get("inbox/salary.md").as_deref(), Some("42000\nx"));
 }
 
 // r[verify vault.acl.results-readable-only]

@@ -358,11 +358,20 @@ impl Vault {
         if *to_expected != Precondition::MustNotExist {
             self.check_locked(to, to_expected)?;
         }
-        let folders = create_parent(to, &target)?;
-        if *to_expected == Precondition::MustNotExist {
-            rename_no_clobber(from, to, &source, &target)?;
-        } else {
-            fs::rename(&source, &target).map_err(|e| not_found_or_io(from, "move", e))?;
+        let mut folders = create_parent(to, &target)?;
+        let attempt = || {
+            if *to_expected == Precondition::MustNotExist {
+                rename_no_clobber(from, to, &source, &target)
+            } else {
+                fs::rename(&source, &target).map_err(|e| not_found_or_io(from, "move", e))
+            }
+        };
+        match attempt() {
+            Err(VaultError::NoteNotFound { .. }) if parent_missing(&target) => {
+                folders.absorb(create_parent(to, &target)?);
+                attempt()?;
+            }
+            other => other?,
         }
         folders.keep();
         sync_parent(to, &target)?;
@@ -598,6 +607,22 @@ impl CreatedFolders {
     fn keep(mut self) {
         self.deepest_first.clear();
     }
+
+    /// Takes over the folders a second `create_parent` made: another process's failed
+    /// write removed a folder this write had found already there (so had not made, and
+    /// would not remove), and the write makes it again, once, rather than fail on it.
+    fn absorb(&mut self, mut again: CreatedFolders) {
+        let mut deepest_first = std::mem::take(&mut again.deepest_first);
+        deepest_first.append(&mut self.deepest_first);
+        self.deepest_first = deepest_first;
+    }
+}
+
+/// Whether the folder `target` goes in is gone (removed by another writer meanwhile).
+fn parent_missing(target: &Path) -> bool {
+    target
+        .parent()
+        .is_some_and(|dir| fs::symlink_metadata(dir).is_err())
 }
 
 impl Drop for CreatedFolders {
@@ -620,7 +645,7 @@ fn write_atomic(
     no_clobber: bool,
     mode: Option<u32>,
 ) -> VaultResult<()> {
-    let folders = create_parent(path, target)?;
+    let mut folders = create_parent(path, target)?;
     let dir = target.parent().unwrap_or(Path::new("."));
     let io_err = |e| VaultError::io(path.as_str(), "write", e);
     let mut builder = tempfile::Builder::new();
@@ -637,7 +662,14 @@ fn write_atomic(
     }
     #[cfg(not(unix))]
     let _ = mode;
-    let mut temp = builder.tempfile_in(dir).map_err(io_err)?;
+    let mut temp = match builder.tempfile_in(dir) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            folders.absorb(create_parent(path, target)?);
+            builder.tempfile_in(dir)
+        }
+        made => made,
+    }
+    .map_err(io_err)?;
     temp.write_all(bytes).map_err(io_err)?;
     temp.as_file().sync_all().map_err(io_err)?;
     let persisted = if no_clobber {
@@ -782,6 +814,25 @@ mod tests {
         assert!(root.join("a/b/c").is_dir());
         drop(create_parent(&p("a/b/c/d.md"), &root.join("a/b/c/d.md")).unwrap());
         assert!(root.join("a/b/c").is_dir());
+
+        // Another writer removed a folder this one found there: made again, and then
+        // this write's to remove if it fails, or to keep if it lands.
+        let target = root.join("x/y/n.md");
+        fs::create_dir_all(root.join("x/y")).unwrap();
+        for lands in [false, true] {
+            let mut found = create_parent(&p("x/y/n.md"), &target).unwrap();
+            fs::remove_dir(root.join("x/y")).unwrap();
+            assert!(parent_missing(&target));
+            found.absorb(create_parent(&p("x/y/n.md"), &target).unwrap());
+            if lands {
+                found.keep();
+                assert!(root.join("x/y").is_dir());
+            } else {
+                drop(found);
+                assert!(!root.join("x/y").exists() && root.join("x").is_dir());
+                fs::create_dir(root.join("x/y")).unwrap();
+            }
+        }
     }
 
     #[test]
