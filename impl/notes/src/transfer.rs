@@ -210,6 +210,13 @@ impl Tool for MoveNote {
     }
 
     fn precheck(&self, cx: &ToolCx<'_>, args: &MoveNoteArgs) -> Result<Precheck, ToolError> {
+        // r[impl vault.acl.declared.move-reveals]
+        // A note moved to where the caller may read it is a note the caller reads: judged
+        // before anything of it is looked at, and declared for the check after the gate.
+        let reveals = cx.may_read(&note(&args.to)?);
+        if reveals {
+            cx.require_read(&note(&args.from)?)?;
+        }
         let Transfer {
             from,
             to,
@@ -236,6 +243,9 @@ impl Tool for MoveNote {
         // r[impl tools.move-note.confirm]
         let needs_confirmation = from.parent() != to.parent() || target_exists;
         let mut acl = vec![(AclOp::Write, from.clone()), (AclOp::Write, to)];
+        if reveals {
+            acl.push((AclOp::Read, from.clone()));
+        }
         if let Some(plan) = &plan {
             acl.extend(
                 plan.notes

@@ -139,6 +139,35 @@ fn a_prev_hash_is_no_oracle_for_a_note_the_caller_may_not_read() {
     assert_eq!(fx.get("inbox/salary.md").as_deref(), Some("42000\nx"));
 }
 
+// r[verify vault.acl.declared.move-reveals]
+#[test]
+fn a_note_the_caller_may_not_read_is_not_moved_where_it_may() {
+    let fx = Fx::with(
+        Some(tc_tools::testing::read_only_under("notes/**")),
+        Vec::new(),
+    );
+    fx.put("inbox/salary.md", "42000");
+    let requested = fx.requested();
+    // Into a readable folder, gated or not (a rename within notes/ would be free).
+    for to in ["notes/salary.md", "notes/deep/salary.md"] {
+        let refused = fx
+            .call("move_note", json!({"from": "inbox/salary.md", "to": to}))
+            .unwrap_err();
+        assert_eq!(refused.code, ErrorCode::AclDenied, "{refused}");
+        assert!(!refused.to_string().contains("42000"));
+    }
+    assert_eq!(fx.requested(), requested, "refused before any confirmation");
+    assert_eq!(fx.get("inbox/salary.md").as_deref(), Some("42000"));
+    assert!(fx.get("notes/salary.md").is_none());
+    // Between paths it may not read, write on both is all a move needs.
+    fx.call(
+        "move_note",
+        json!({"from": "inbox/salary.md", "to": "inbox/pay.md"}),
+    )
+    .unwrap();
+    assert_eq!(fx.get("inbox/pay.md").as_deref(), Some("42000"));
+}
+
 // r[verify vault.acl.results-readable-only]
 // r[verify drift.fingerprint-keyed]
 #[test]
