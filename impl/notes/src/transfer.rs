@@ -215,7 +215,12 @@ impl Tool for MoveNote {
         // before anything of it is looked at, and declared for the check after the gate.
         let reveals = cx.may_read(&note(&args.to)?);
         if reveals {
-            cx.require_read(&note(&args.from)?)?;
+            cx.require_read(&note(&args.from)?).map_err(|refusal| {
+                refusal.detail(
+                    "because",
+                    serde_json::json!("the note would be moved to a path the caller may read"),
+                )
+            })?;
         }
         let Transfer {
             from,

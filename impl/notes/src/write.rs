@@ -142,7 +142,12 @@ impl Tool for WriteNote {
         // r[impl tools.prev-hash.readable]
         // Compared for anyone, a prev_hash would answer "is the note this?" for each guess.
         if args.prev_hash.is_some() {
-            cx.require_read(&path)?;
+            cx.require_read(&path).map_err(|refusal| {
+                refusal.detail(
+                    "because",
+                    serde_json::json!("prev_hash is compared with the note's content; without read access send the write without it"),
+                )
+            })?;
         }
         let current = cx.vault().read_if_exists(&path)?;
         check_prev_hash(&path, args.prev_hash.as_deref(), current.as_ref())?;

@@ -117,6 +117,7 @@ fn a_prev_hash_is_no_oracle_for_a_note_the_caller_may_not_read() {
             let refused = guess("inbox/salary.md", &prev_hash, mode).unwrap_err();
             assert_eq!(refused.code, ErrorCode::AclDenied, "{mode}: {refused}");
             let details = refused.details.unwrap();
+            assert!(details["because"].as_str().unwrap().contains("prev_hash"));
             assert!(!details.to_string().contains(&secret), "{details}");
         }
     }
@@ -155,6 +156,11 @@ fn a_note_the_caller_may_not_read_is_not_moved_where_it_may() {
             .unwrap_err();
         assert_eq!(refused.code, ErrorCode::AclDenied, "{refused}");
         assert!(!refused.to_string().contains("42000"));
+        let because = &refused.details.unwrap()["because"];
+        assert!(
+            because.as_str().unwrap().contains("moved to a path"),
+            "{because}"
+        );
     }
     assert_eq!(fx.requested(), requested, "refused before any confirmation");
     assert_eq!(fx.get("inbox/salary.md").as_deref(), Some("42000"));
