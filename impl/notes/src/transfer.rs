@@ -213,12 +213,15 @@ impl Tool for MoveNote {
         // r[impl vault.acl.declared.move-reveals]
         // A note moved to where the caller may read it is a note the caller reads: judged
         // before anything of it is looked at, and declared for the check after the gate.
-        let reveals = cx.may_read(&note(&args.to)?);
+        // Another folder may be a link whose target is readable while its spelling is not,
+        // so a move out of the folder needs read access whatever the destination says.
+        let (from_path, to_path) = (note(&args.from)?, note(&args.to)?);
+        let reveals = from_path.parent() != to_path.parent() || cx.may_read(&to_path);
         if reveals {
-            cx.require_read(&note(&args.from)?).map_err(|refusal| {
+            cx.require_read(&from_path).map_err(|refusal| {
                 refusal.detail(
                     "because",
-                    serde_json::json!("the note would be moved to a path the caller may read"),
+                    serde_json::json!("a note moved to another folder, or to a name the caller may read, is a note the caller can read"),
                 )
             })?;
         }

@@ -158,14 +158,25 @@ fn a_note_the_caller_may_not_read_is_not_moved_where_it_may() {
         assert!(!refused.to_string().contains("42000"));
         let because = &refused.details.unwrap()["because"];
         assert!(
-            because.as_str().unwrap().contains("moved to a path"),
+            because.as_str().unwrap().contains("another folder"),
             "{because}"
         );
     }
     assert_eq!(fx.requested(), requested, "refused before any confirmation");
     assert_eq!(fx.get("inbox/salary.md").as_deref(), Some("42000"));
     assert!(fx.get("notes/salary.md").is_none());
-    // Between paths it may not read, write on both is all a move needs.
+    // Out of its folder through a folder link whose spelling it may not read but whose
+    // target it may: still a read.
+    std::os::unix::fs::symlink(fx.root.join("notes"), fx.root.join("inbox/pub")).unwrap();
+    let refused = fx
+        .call(
+            "move_note",
+            json!({"from": "inbox/salary.md", "to": "inbox/pub/salary.md"}),
+        )
+        .unwrap_err();
+    assert_eq!(refused.code, ErrorCode::AclDenied, "{refused}");
+    assert!(fx.get("notes/salary.md").is_none());
+    // A rename within its folder to a name it may not read needs write on both only.
     fx.call(
         "move_note",
         json!({"from": "inbox/salary.md", "to": "inbox/pay.md"}),
