@@ -267,14 +267,13 @@ impl Tool for ListCaptures {
                 .prepare_cached(&format!(
                     "SELECT {CAPTURE_COLUMNS} FROM captures
                      WHERE vault = ?1 AND id > ?2 AND (?3 IS NULL OR status = ?3)
-                     ORDER BY id LIMIT ?4"
+                     ORDER BY id"
                 ))
                 .map_err(db_error)?;
             let rows = stmt
-                .query_map(
-                    rusqlite::params![index.vault_id(), after, status, PAGE_ENTRIES as i64 + 1],
-                    entry_of,
-                )
+                // No LIMIT: rows are stepped through lazily until the page is full, and
+                // some are left out below, so a fixed LIMIT could end a page early.
+                .query_map(rusqlite::params![index.vault_id(), after, status], entry_of)
                 .map_err(db_error)?;
             let budget = cx
                 .paging
@@ -284,6 +283,17 @@ impl Tool for ListCaptures {
             let mut spent = 0;
             for row in rows {
                 let entry = row.map_err(db_error)?;
+                // r[impl captures.list.readable]
+                // A committed capture's content is the note's (as committed): left out,
+                // as a listing leaves out a note, for a caller that may not read it.
+                let unreadable = entry
+                    .committed_path
+                    .as_deref()
+                    .map(tc_vault::path::VaultPath::parse_note)
+                    .is_some_and(|path| path.map_or(true, |path| !cx.may_read(&path)));
+                if unreadable {
+                    continue;
+                }
                 let cost = serde_json::to_vec(&entry)
                     .map(|b| wire_cost(&b) + 1)
                     .map_err(|_| ToolError::internal("encoding a capture"))?;

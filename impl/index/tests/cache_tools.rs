@@ -222,3 +222,30 @@ fn commit_capture_gates_as_write_note_would() {
     assert_eq!(committed["captures"].as_array().unwrap().len(), 2);
     assert_eq!(committed["captures"][1]["committed_path"], "kept.md");
 }
+
+// r[verify captures.list.readable]
+#[test]
+fn a_capture_committed_where_the_caller_may_not_read_is_not_listed() {
+    let fx = Fx::with(
+        Some(tc_tools::testing::read_only_under("notes/**")),
+        Vec::new(),
+    );
+    indexed(&fx);
+    for (content, path) in [
+        ("salary 42000", "inbox/salary.md"),
+        ("open", "notes/open.md"),
+    ] {
+        let id = fx
+            .call("capture_note", json!({"content": content}))
+            .unwrap()["capture_id"]
+            .clone();
+        fx.call("commit_capture", json!({"capture_id": id, "path": path}))
+            .unwrap();
+    }
+    let listed = fx.call("list_captures", json!({"status": "all"})).unwrap();
+    let captures = listed["captures"].as_array().unwrap();
+    assert_eq!(captures.len(), 1, "{listed}");
+    assert_eq!(captures[0]["committed_path"], "notes/open.md");
+    assert!(!listed.to_string().contains("42000"), "{listed}");
+    assert_eq!(listed["next_cursor"], serde_json::Value::Null);
+}
