@@ -195,6 +195,33 @@ impl AuthConfig {
     }
 }
 
+// r[impl auth.keys.https]
+/// Why token signing keys (or the discovery document naming them) must not be fetched from
+/// `url`, if they must not: only `https://` is trusted, and plain `http://` only to a
+/// loopback host (a provider on this machine), because whoever can alter the answer on the
+/// way can mint tokens the server accepts.
+pub fn key_url_problem(url: &str) -> Option<String> {
+    let parsed = match url::Url::parse(url) {
+        Ok(parsed) => parsed,
+        Err(error) => return Some(format!("{url:?} is not a URL ({error})")),
+    };
+    let loopback = match parsed.host() {
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        Some(url::Host::Domain(name)) => name.eq_ignore_ascii_case("localhost"),
+        None => false,
+    };
+    match parsed.scheme() {
+        "https" => None,
+        "http" if loopback => None,
+        "http" => Some(format!(
+            "{url} is plain http:// to a host that is not loopback; signing keys are trusted \
+             only over https://"
+        )),
+        other => Some(format!("{url} is {other}://, not https://")),
+    }
+}
+
 /// `[auth.oidc]`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]

@@ -26,6 +26,10 @@
 //! Authentication resolves a [`Caller`] into the request's extensions, where the MCP
 //! service reads it; a request that cannot be authenticated is answered 401 with a
 //! `WWW-Authenticate: Bearer …` challenge (503 when the signing keys cannot be fetched).
+//! Once authenticated, a request naming an MCP session another caller opened is answered 404
+//! ([`sessions`], spec `auth.session.bound`).
+
+mod sessions;
 
 use std::collections::BTreeSet;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -41,13 +45,16 @@ use axum::routing::get;
 use crate::auth::{AuthError, Authenticator, Caller};
 use crate::metrics::{self, Metrics};
 pub use crate::stdio::MAX_MESSAGE_BYTES;
+pub use sessions::SessionOwners;
 
-/// What the HTTP layer needs: the authenticator, the metrics, and the bound address.
+/// What the HTTP layer needs: the authenticator, the metrics, the bound address, and who
+/// opened each MCP session.
 #[derive(Debug, Clone)]
 pub struct HttpState {
     pub auth: Arc<Authenticator>,
     pub metrics: Arc<Metrics>,
     pub hosts: Arc<HostPolicy>,
+    pub sessions: Arc<SessionOwners>,
 }
 
 impl HttpState {
@@ -56,7 +63,15 @@ impl HttpState {
             auth,
             metrics,
             hosts: Arc::new(HostPolicy::for_bind(bound)),
+            sessions: Arc::default(),
         }
+    }
+
+    /// Session owners kept against the MCP service's own session manager (see
+    /// [`SessionOwners::tracking`]); without it the owners are never pruned.
+    pub fn with_sessions(mut self, sessions: Arc<SessionOwners>) -> Self {
+        self.sessions = sessions;
+        self
     }
 }
 
@@ -181,6 +196,10 @@ fn split_host(host: &str) -> Option<(String, Option<u16>)> {
 pub fn router(state: HttpState, mcp_service: Router) -> Router {
     let mcp = mcp_service
         .layer(middleware::from_fn(limit_body))
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            sessions::bind_session,
+        ))
         .layer(middleware::from_fn_with_state(
             state.clone(),
             require_caller,
@@ -311,7 +330,18 @@ async fn require_caller(
 
 fn unauthenticated(error: &AuthError) -> Response {
     let status = StatusCode::from_u16(error.status()).unwrap_or(StatusCode::UNAUTHORIZED);
-    let mut response = (status, format!("{error}\n")).into_response();
+    let text = match error {
+        // r[impl auth.keys-unavailable]
+        // The reason names the key server and what went wrong reaching it: the operator's
+        // business (the log), not every anonymous client's.
+        AuthError::KeysUnavailable(reason) => {
+            tracing::warn!(%reason, "a bearer token could not be checked: no signing keys");
+            "the server cannot get the keys to check bearer tokens with right now; retry shortly\n"
+                .to_owned()
+        }
+        other => format!("{other}\n"),
+    };
+    let mut response = (status, text).into_response();
     if let Some(challenge) = error.www_authenticate()
         && let Ok(value) = HeaderValue::from_str(&challenge)
     {

@@ -24,7 +24,7 @@ use crate::auth::{Authenticator, check_bind};
 use crate::config::Config;
 use crate::dispatch::{BuildError, CoreParts, ServerCore, Transport};
 use crate::handler::ObsidianTc;
-use crate::http::{self, HttpState};
+use crate::http::{self, HttpState, SessionOwners};
 use crate::metrics::Metrics;
 use crate::stdio::JsonLines;
 
@@ -175,16 +175,19 @@ impl Drop for AbortOnDrop {
 }
 
 /// The HTTP application: `/healthz`, `/metrics` and the Streamable HTTP service at `/mcp`,
-/// behind http.rs's Host/Origin checks and bearer authentication. rmcp's own Host check is
-/// off because http.rs applies the bind-aware one.
+/// behind http.rs's Host/Origin checks, bearer authentication and the binding of each MCP
+/// session to its opener. rmcp's own Host check is off because http.rs applies the
+/// bind-aware one.
 pub fn http_app(core: Arc<ServerCore>, auth: Arc<Authenticator>, bound: SocketAddr) -> Router {
     let metrics = Arc::clone(core.metrics());
+    let sessions = Arc::new(LocalSessionManager::default());
+    let owners = Arc::new(SessionOwners::tracking(Arc::clone(&sessions)));
     let service = StreamableHttpService::new(
         move || Ok(ObsidianTc::new(Arc::clone(&core), Transport::Http)),
-        Arc::new(LocalSessionManager::default()),
+        sessions,
         StreamableHttpServerConfig::default().disable_allowed_hosts(),
     );
-    let state = HttpState::new(auth, metrics, bound);
+    let state = HttpState::new(auth, metrics, bound).with_sessions(owners);
     http::router(state, Router::new().route_service("/", service))
 }
 

@@ -389,6 +389,33 @@ async fn oidc_discovers_the_issuer_and_caches_its_keys() {
     invalid_reason(auth.verify(&no_iss).await);
 }
 
+// r[verify auth.oidc.issuer-slash]
+#[tokio::test]
+async fn an_issuer_configured_with_a_trailing_slash_still_accepts_its_tokens() {
+    let idp = Idp::start(&["rsa1"]).await;
+    let mut config = idp.auth_config();
+    config.oidc.as_mut().unwrap().issuer = format!("{}/", idp.issuer);
+    let auth = Authenticator::with_policy(&config, policy(3600, 0)).unwrap();
+    // The provider's tokens name it without the slash, and with it.
+    let caller = auth
+        .verify(&idp.token("rsa1.pem", "rsa-1", "iris"))
+        .await
+        .expect("the issuer without its trailing slash is the same issuer");
+    assert_eq!(caller.id, "iris");
+    let mut slashed = claims("iris");
+    slashed["iss"] = json!(format!("{}/", idp.issuer));
+    let slashed = signed(Algorithm::RS256, "rsa1.pem", Some("rsa-1"), &slashed);
+    auth.verify(&slashed).await.expect("exactly as configured");
+    // Anything else is still another issuer.
+    for other in [format!("{}//", idp.issuer), format!("{}/x", idp.issuer)] {
+        let mut foreign = claims("iris");
+        foreign["iss"] = json!(other);
+        let foreign = signed(Algorithm::RS256, "rsa1.pem", Some("rsa-1"), &foreign);
+        let reason = invalid_reason(auth.verify(&foreign).await);
+        assert!(reason.contains("issuer"), "{reason}");
+    }
+}
+
 // r[verify auth.oidc]
 #[tokio::test]
 async fn oidc_refetches_on_an_unknown_kid_after_rotation() {
@@ -498,6 +525,36 @@ async fn a_discovery_naming_another_issuer_is_not_trusted() {
         0,
         "the JWKS of an unverified issuer is never fetched"
     );
+}
+
+// r[verify auth.keys.https]
+#[tokio::test]
+async fn keys_are_never_fetched_over_plain_http_from_a_host_that_is_not_loopback() {
+    let idp = Idp::start(&["rsa1"]).await;
+    for named in [
+        "http://keys.example.invalid/keys".to_owned(),
+        format!("{}/moved", idp.issuer),
+    ] {
+        *idp.discovery_jwks_uri.lock().unwrap() = Some(named.clone());
+        let auth = idp.oidc(policy(3600, 0));
+        let error = auth
+            .verify(&idp.token("rsa1.pem", "rsa-1", "pia"))
+            .await
+            .expect_err("no keys from plain http");
+        match &error {
+            AuthError::KeysUnavailable(reason) => {
+                assert!(reason.contains("keys.example.invalid"), "{named}: {reason}")
+            }
+            other => panic!("{named}: {other:?}"),
+        }
+    }
+    assert_eq!(idp.hits(), 0);
+    // The provider on loopback is trusted over http, as it is everywhere in these tests.
+    *idp.discovery_jwks_uri.lock().unwrap() = None;
+    let auth = idp.oidc(policy(3600, 0));
+    auth.verify(&idp.token("rsa1.pem", "rsa-1", "pia"))
+        .await
+        .expect("loopback");
 }
 
 #[tokio::test]

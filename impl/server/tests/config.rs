@@ -264,13 +264,51 @@ fn incomplete_auth_settings_are_refused() {
         !short.to_string().contains("short\""),
         "the secret is not echoed: {short}"
     );
+    // An OpenID provider signs tokens for all its clients: without an audience, any of
+    // them would do.
+    let no_audience = parse_in(
+        dir.path(),
+        "[auth]\nmode = \"oidc\"\n[auth.oidc]\nissuer = \"https://issuer.example\"\n",
+    )
+    .expect_err("oidc without an audience");
+    assert_eq!(no_audience.key(), Some("auth.audience"), "{no_audience}");
     // Each mode is accepted once complete.
     parse_in(dir.path(), "[auth]\nmode = \"jwt\"\njwks = \"jwks.json\"\n").expect("jwt+jwks");
     parse_in(
         dir.path(),
-        "[auth]\nmode = \"oidc\"\n[auth.oidc]\nissuer = \"https://issuer.example\"\n",
+        "[auth]\nmode = \"oidc\"\naudience = \"obsidian-tc\"\n\
+         [auth.oidc]\nissuer = \"https://issuer.example\"\n",
     )
     .expect("oidc");
+}
+
+// r[verify auth.keys.https]
+#[test]
+fn key_servers_are_https_unless_on_loopback() {
+    let dir = workspace();
+    let oidc = |issuer: &str| {
+        format!("[auth]\nmode = \"oidc\"\naudience = \"a\"\n[auth.oidc]\nissuer = \"{issuer}\"\n")
+    };
+    let jwks = |url: &str| format!("[auth]\nmode = \"jwt\"\njwks = \"{url}\"\n");
+    for refused in ["http://issuer.example", "http://10.0.0.1:8080"] {
+        let error = parse_in(dir.path(), &oidc(refused)).expect_err(refused);
+        assert_eq!(error.key(), Some("auth.oidc.issuer"), "{error}");
+        assert!(error.to_string().contains("https://"), "{error}");
+        let error =
+            parse_in(dir.path(), &jwks(&format!("{refused}/jwks.json"))).expect_err(refused);
+        assert_eq!(error.key(), Some("auth.jwks"), "{error}");
+    }
+    let error = parse_in(dir.path(), &oidc("ftp://issuer.example")).expect_err("ftp");
+    assert_eq!(error.key(), Some("auth.oidc.issuer"), "{error}");
+    for accepted in [
+        "https://issuer.example",
+        "http://127.0.0.1:8080",
+        "http://localhost:8080",
+        "http://[::1]:8080",
+    ] {
+        parse_in(dir.path(), &oidc(accepted)).expect(accepted);
+        parse_in(dir.path(), &jwks(&format!("{accepted}/jwks.json"))).expect(accepted);
+    }
 }
 
 // r[verify config.vaults]

@@ -1,6 +1,8 @@
 //! The HTTP scaffold without a network: `/healthz`, `/metrics`, the Host and Origin checks,
 //! and bearer authentication in front of `/mcp` (spec/auth.md, spec/events.md metrics).
 
+mod idp;
+
 use std::net::SocketAddr;
 use std::sync::Arc;
 
@@ -312,6 +314,44 @@ async fn jwt_mode_answers_401_with_a_bearer_challenge() {
     .await;
     assert_eq!(basic.status(), StatusCode::UNAUTHORIZED);
     assert!(basic.headers().contains_key(header::WWW_AUTHENTICATE));
+}
+
+// r[verify auth.keys-unavailable]
+#[tokio::test]
+async fn a_key_server_that_is_down_is_a_503_that_names_neither_it_nor_the_error() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let down = listener.local_addr().unwrap();
+    drop(listener);
+    let auth = Authenticator::from_config(&AuthConfig {
+        mode: AuthMode::Jwt,
+        jwks: Some(format!("http://{down}/jwks.json")),
+        ..AuthConfig::default()
+    })
+    .unwrap();
+    let (app, _) = app(auth, HOST);
+    let token = idp::signed(
+        Algorithm::RS256,
+        "rsa1.pem",
+        Some("rsa-1"),
+        &idp::claims("alice"),
+    );
+    let response = send(
+        &app,
+        get("/mcp", Some(HOST)).header(header::AUTHORIZATION, format!("Bearer {token}")),
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert!(!response.headers().contains_key(header::WWW_AUTHENTICATE));
+    let text = body(response).await;
+    assert!(text.contains("retry"), "{text}");
+    for leak in [
+        down.to_string(),
+        down.port().to_string(),
+        "jwks.json".into(),
+        "error".into(),
+    ] {
+        assert!(!text.contains(&leak), "{leak:?} in {text:?}");
+    }
 }
 
 // r[verify auth.jwt.caller]

@@ -293,3 +293,98 @@ async fn the_round_trip_works_under_auth_none_as_http_local() {
             .any(|e| e.caller_hash.as_deref() == Some(tc_gate::caller_hash("http-local").as_str()))
     );
 }
+
+/// One raw Streamable HTTP exchange of the legacy (session) era, as `sub`: the status, the
+/// `Mcp-Session-Id` the server set, and the body.
+async fn legacy_exchange(
+    url: &str,
+    sub: &str,
+    method: reqwest::Method,
+    session: Option<&str>,
+    body: Option<Value>,
+) -> (u16, Option<String>, String) {
+    let mut request = reqwest::Client::new()
+        .request(method, url)
+        .bearer_auth(token(sub))
+        .header("Accept", "application/json, text/event-stream")
+        .header("MCP-Protocol-Version", "2025-11-25");
+    if let Some(session) = session {
+        request = request.header("Mcp-Session-Id", session);
+    }
+    if let Some(body) = body {
+        request = request.json(&body);
+    }
+    let response = request.send().await.unwrap();
+    let status = response.status().as_u16();
+    let opened = response
+        .headers()
+        .get("mcp-session-id")
+        .map(|v| v.to_str().unwrap().to_owned());
+    let text = tokio::time::timeout(std::time::Duration::from_secs(10), response.text())
+        .await
+        .expect("the response ends")
+        .unwrap_or_default();
+    (status, opened, text)
+}
+
+// r[verify auth.session.bound]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http_session_answers_only_the_caller_that_opened_it() {
+    let h = Harness::with(configure);
+    let url = serve(h.core.clone()).await;
+    let post = reqwest::Method::POST;
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "0"}}});
+    let (status, opened, _) =
+        legacy_exchange(&url, "alice", post.clone(), None, Some(initialize)).await;
+    assert_eq!(status, 200);
+    let session = opened.expect("a legacy initialize opens a session");
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let (status, _, _) = legacy_exchange(
+        &url,
+        "alice",
+        post.clone(),
+        Some(&session),
+        Some(initialized),
+    )
+    .await;
+    assert_eq!(status, 202);
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+
+    // Bob, holding a valid token of his own and Alice's session id, can neither call through
+    // her session, nor open its event stream, nor end it: each is an unknown session to him.
+    let (status, _, body) = legacy_exchange(
+        &url,
+        "bob",
+        post.clone(),
+        Some(&session),
+        Some(list.clone()),
+    )
+    .await;
+    assert_eq!(status, 404, "{body}");
+    assert!(!body.contains("read_notes"), "{body}");
+    let (status, _, _) =
+        legacy_exchange(&url, "bob", reqwest::Method::GET, Some(&session), None).await;
+    assert_eq!(status, 404);
+    let (status, _, _) =
+        legacy_exchange(&url, "bob", reqwest::Method::DELETE, Some(&session), None).await;
+    assert_eq!(status, 404);
+
+    // Alice's session is untouched, and she can end it herself.
+    let (status, _, body) = legacy_exchange(
+        &url,
+        "alice",
+        post.clone(),
+        Some(&session),
+        Some(list.clone()),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("read_notes"), "{body}");
+    let (status, _, _) =
+        legacy_exchange(&url, "alice", reqwest::Method::DELETE, Some(&session), None).await;
+    assert!((200..300).contains(&status), "{status}");
+    let (status, _, _) = legacy_exchange(&url, "alice", post, Some(&session), Some(list)).await;
+    assert_eq!(status, 404);
+}

@@ -13,6 +13,7 @@ use serde::Deserialize;
 use tokio::sync::Mutex;
 
 use super::{AuthError, AuthSetupError};
+use crate::config::key_url_problem;
 
 /// A fetched JWKS or discovery document larger than this is refused.
 pub const MAX_FETCH_BYTES: usize = 1024 * 1024;
@@ -138,7 +139,17 @@ impl RemoteJwks {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let client = reqwest::Client::builder()
             .timeout(policy.fetch_timeout)
-            .redirect(reqwest::redirect::Policy::limited(3))
+            // r[impl auth.keys.https]
+            // A redirect may not take the fetch off https:// either.
+            .redirect(reqwest::redirect::Policy::custom(|attempt| {
+                if attempt.previous().len() >= 3 {
+                    attempt.error("more than 3 redirects")
+                } else if let Some(problem) = key_url_problem(attempt.url().as_str()) {
+                    attempt.error(problem)
+                } else {
+                    attempt.follow()
+                }
+            }))
             .build()
             .map_err(|e| AuthSetupError::Client(e.to_string()))?;
         Ok(RemoteJwks {
@@ -267,13 +278,19 @@ impl RemoteJwks {
     }
 
     async fn get(&self, url: &str) -> Result<Vec<u8>, String> {
+        // r[impl auth.keys.https]
+        // The configured URLs were checked at start-up; this also covers the `jwks_uri` a
+        // discovery document names.
+        if let Some(problem) = key_url_problem(url) {
+            return Err(format!("GET {url}: refused: {problem}"));
+        }
         let mut response = self
             .client
             .get(url)
             .header("accept", "application/json")
             .send()
             .await
-            .map_err(|e| format!("GET {url}: {e}"))?;
+            .map_err(|e| format!("GET {url}: {}", with_causes(&e)))?;
         if !response.status().is_success() {
             return Err(format!("GET {url}: HTTP {}", response.status()));
         }
@@ -281,7 +298,7 @@ impl RemoteJwks {
         while let Some(chunk) = response
             .chunk()
             .await
-            .map_err(|e| format!("GET {url}: {e}"))?
+            .map_err(|e| format!("GET {url}: {}", with_causes(&e)))?
         {
             if body.len() + chunk.len() > MAX_FETCH_BYTES {
                 return Err(format!(
@@ -292,4 +309,20 @@ impl RemoteJwks {
         }
         Ok(body)
     }
+}
+
+/// An error with the causes under it: reqwest's own text for a refused redirect or a
+/// failed connection says only that something failed, its source says what.
+fn with_causes(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(inner) = cause {
+        let said = inner.to_string();
+        if !text.contains(&said) {
+            text.push_str(": ");
+            text.push_str(&said);
+        }
+        cause = inner.source();
+    }
+    text
 }

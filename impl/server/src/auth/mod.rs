@@ -304,8 +304,10 @@ impl Authenticator {
             // configured the server does not care whom the token was minted for.
             None => validation.validate_aud = false,
         }
+        // r[impl auth.oidc.issuer-slash]
         if let Some(issuer) = &self.issuer {
-            validation.set_issuer(&[issuer]);
+            let bare = issuer.strip_suffix('/').unwrap_or(issuer);
+            validation.set_issuer(&[bare.to_owned(), format!("{bare}/")]);
             required.push("iss");
         }
         validation.validate_nbf = true;

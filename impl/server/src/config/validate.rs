@@ -73,6 +73,11 @@ impl Config {
         {
             return Err(ConfigError::invalid("auth.audience", "must not be empty"));
         }
+        if let Some(JwksLocation::Url(url)) = auth.jwks_location()
+            && let Some(problem) = key_url_problem(&url)
+        {
+            return Err(ConfigError::invalid("auth.jwks", problem));
+        }
         match auth.mode {
             AuthMode::None => Ok(()),
             AuthMode::Jwt if auth.jwt_secret.is_none() && auth.jwks.is_none() => {
@@ -87,16 +92,21 @@ impl Config {
                     "auth.oidc.issuer",
                     "auth.mode \"oidc\" needs [auth.oidc] issuer = \"https://…\"",
                 )),
-                Some(oidc)
-                    if !(oidc.issuer.starts_with("https://")
-                        || oidc.issuer.starts_with("http://")) =>
-                {
-                    Err(ConfigError::invalid(
-                        "auth.oidc.issuer",
-                        format!("must be an http(s) URL, not {:?}", oidc.issuer),
-                    ))
+                Some(oidc) => {
+                    if let Some(problem) = key_url_problem(&oidc.issuer) {
+                        return Err(ConfigError::invalid("auth.oidc.issuer", problem));
+                    }
+                    if auth.audience.is_none() {
+                        return Err(ConfigError::invalid(
+                            "auth.audience",
+                            "auth.mode \"oidc\" needs auth.audience (this server's client id \
+                             at the provider): a provider signs tokens for every client it \
+                             serves, and without an audience a token minted for any of them \
+                             would be accepted here",
+                        ));
+                    }
+                    Ok(())
                 }
-                Some(_) => Ok(()),
             },
         }
     }

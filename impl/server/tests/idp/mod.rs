@@ -86,6 +86,8 @@ pub struct Idp {
     pub issuer: String,
     /// When set, discovery names this issuer instead of the real one.
     pub discovery_issuer: Arc<Mutex<Option<String>>>,
+    /// When set, discovery names this `jwks_uri` instead of the provider's `/keys`.
+    pub discovery_jwks_uri: Arc<Mutex<Option<String>>>,
     jwks: Arc<Mutex<Value>>,
     jwks_hits: Arc<AtomicUsize>,
     /// How long the JWKS answer takes (a slow provider).
@@ -100,6 +102,7 @@ impl Idp {
         let idp = Idp {
             issuer,
             discovery_issuer: Arc::new(Mutex::new(None)),
+            discovery_jwks_uri: Arc::new(Mutex::new(None)),
             jwks: Arc::new(Mutex::new(jwks_of(keys))),
             jwks_hits: Arc::new(AtomicUsize::new(0)),
             jwks_delay: Arc::new(Mutex::new(std::time::Duration::ZERO)),
@@ -107,6 +110,7 @@ impl Idp {
         let app = Router::new()
             .route("/.well-known/openid-configuration", get(discovery))
             .route("/keys", get(keys_doc))
+            .route("/moved", get(moved_away))
             .with_state(idp.clone());
         tokio::spawn(async move {
             let _ = axum::serve(listener, app).await;
@@ -129,7 +133,7 @@ impl Idp {
         self.jwks_hits.load(Ordering::SeqCst)
     }
 
-    /// `[auth]` with `mode = "oidc"` and this provider as the issuer.
+    /// `[auth]` with `mode = "oidc"`, this provider as the issuer and no audience.
     pub fn auth_config(&self) -> AuthConfig {
         AuthConfig {
             mode: AuthMode::Oidc,
@@ -164,7 +168,18 @@ async fn discovery(State(idp): State<Idp>) -> axum::Json<Value> {
         .unwrap()
         .clone()
         .unwrap_or_else(|| idp.issuer.clone());
-    axum::Json(json!({ "issuer": issuer, "jwks_uri": format!("{}/keys", idp.issuer) }))
+    let jwks_uri = idp
+        .discovery_jwks_uri
+        .lock()
+        .unwrap()
+        .clone()
+        .unwrap_or_else(|| format!("{}/keys", idp.issuer));
+    axum::Json(json!({ "issuer": issuer, "jwks_uri": jwks_uri }))
+}
+
+/// A redirect off this provider to a plain-http host that is not loopback.
+async fn moved_away() -> axum::response::Redirect {
+    axum::response::Redirect::temporary("http://keys.example.invalid/keys")
 }
 
 async fn keys_doc(State(idp): State<Idp>) -> axum::Json<Value> {
