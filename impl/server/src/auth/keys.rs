@@ -1,6 +1,7 @@
 //! The keys asymmetric tokens are verified with: a JWKS read from a file, fetched from a URL,
 //! or found through OIDC discovery, and the cache that keeps a fetched one fresh (spec
-//! `auth.jwt.jwks`, `auth.oidc`).
+//! `auth.jwt.jwks`, `auth.oidc`), fetched only over https:// or from a loopback host
+//! (`auth.keys.https`).
 
 use std::fmt;
 use std::path::Path;
