@@ -201,25 +201,32 @@ impl AuthConfig {
 /// loopback host (a provider on this machine), because whoever can alter the answer on the
 /// way can mint tokens the server accepts.
 pub fn key_url_problem(url: &str) -> Option<String> {
-    let parsed = match url::Url::parse(url) {
+    let parsed: axum::http::Uri = match url.parse() {
         Ok(parsed) => parsed,
         Err(error) => return Some(format!("{url:?} is not a URL ({error})")),
     };
-    let loopback = match parsed.host() {
-        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
-        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
-        Some(url::Host::Domain(name)) => name.eq_ignore_ascii_case("localhost"),
-        None => false,
-    };
-    match parsed.scheme() {
-        "https" => None,
-        "http" if loopback => None,
-        "http" => Some(format!(
+    let loopback = parsed.host().is_some_and(is_loopback_host);
+    match parsed.scheme_str() {
+        Some("https") => None,
+        Some("http") if loopback => None,
+        Some("http") => Some(format!(
             "{url} is plain http:// to a host that is not loopback; signing keys are trusted \
              only over https://"
         )),
-        other => Some(format!("{url} is {other}://, not https://")),
+        Some(other) => Some(format!("{url} is {other}://, not https://")),
+        None => Some(format!("{url:?} is not an https:// URL")),
     }
+}
+
+/// Whether `host` (a name, an IPv4 address, or an IPv6 one with or without brackets) is
+/// this machine: `localhost` or a loopback address.
+pub fn is_loopback_host(host: &str) -> bool {
+    if host.eq_ignore_ascii_case("localhost") {
+        return true;
+    }
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    bare.parse::<std::net::IpAddr>()
+        .is_ok_and(|ip| ip.is_loopback())
 }
 
 /// `[auth.oidc]`.

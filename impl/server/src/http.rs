@@ -43,6 +43,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
 use crate::auth::{AuthError, Authenticator, Caller};
+use crate::config::is_loopback_host;
 use crate::metrics::{self, Metrics};
 pub use crate::stdio::MAX_MESSAGE_BYTES;
 pub use sessions::SessionOwners;
@@ -134,7 +135,7 @@ impl HostPolicy {
         let Some((origin_host, origin_port)) = parse_origin(origin) else {
             return false;
         };
-        if self.loopback_bind && is_loopback_name(&origin_host) {
+        if self.loopback_bind && is_loopback_host(&origin_host) {
             return true;
         }
         let Some(host) = host else {
@@ -153,14 +154,6 @@ fn authority_of_ip(ip: IpAddr) -> String {
         IpAddr::V4(v4) => v4.to_string(),
         IpAddr::V6(v6) => format!("[{v6}]"),
     }
-}
-
-fn is_loopback_name(host: &str) -> bool {
-    if host == "localhost" {
-        return true;
-    }
-    let bare = host.trim_start_matches('[').trim_end_matches(']');
-    bare.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 
 /// `scheme://host[:port]` → (lowercase host as in a Host header, effective port).
