@@ -41,6 +41,7 @@ use axum::http::{HeaderValue, StatusCode, Uri, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 
 use crate::auth::{AuthError, Authenticator, Caller};
 use crate::config::is_loopback_host;
@@ -59,20 +60,20 @@ pub struct HttpState {
 }
 
 impl HttpState {
-    pub fn new(auth: Arc<Authenticator>, metrics: Arc<Metrics>, bound: SocketAddr) -> Self {
+    /// `sessions` is the session manager of the MCP service behind `/mcp`: the owners of its
+    /// sessions are kept against it (see [`SessionOwners::tracking`]).
+    pub fn new(
+        auth: Arc<Authenticator>,
+        metrics: Arc<Metrics>,
+        bound: SocketAddr,
+        sessions: Arc<LocalSessionManager>,
+    ) -> Self {
         HttpState {
             auth,
             metrics,
             hosts: Arc::new(HostPolicy::for_bind(bound)),
-            sessions: Arc::default(),
+            sessions: Arc::new(SessionOwners::tracking(sessions)),
         }
-    }
-
-    /// Session owners kept against the MCP service's own session manager (see
-    /// [`SessionOwners::tracking`]); without it the owners are never pruned.
-    pub fn with_sessions(mut self, sessions: Arc<SessionOwners>) -> Self {
-        self.sessions = sessions;
-        self
     }
 }
 

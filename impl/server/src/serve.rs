@@ -24,7 +24,7 @@ use crate::auth::{Authenticator, check_bind};
 use crate::config::Config;
 use crate::dispatch::{BuildError, CoreParts, ServerCore, Transport};
 use crate::handler::ObsidianTc;
-use crate::http::{self, HttpState, SessionOwners};
+use crate::http::{self, HttpState};
 use crate::metrics::Metrics;
 use crate::stdio::JsonLines;
 
@@ -181,13 +181,12 @@ impl Drop for AbortOnDrop {
 pub fn http_app(core: Arc<ServerCore>, auth: Arc<Authenticator>, bound: SocketAddr) -> Router {
     let metrics = Arc::clone(core.metrics());
     let sessions = Arc::new(LocalSessionManager::default());
-    let owners = Arc::new(SessionOwners::tracking(Arc::clone(&sessions)));
+    let state = HttpState::new(auth, metrics, bound, Arc::clone(&sessions));
     let service = StreamableHttpService::new(
         move || Ok(ObsidianTc::new(Arc::clone(&core), Transport::Http)),
         sessions,
         StreamableHttpServerConfig::default().disable_allowed_hosts(),
     );
-    let state = HttpState::new(auth, metrics, bound).with_sessions(owners);
     http::router(state, Router::new().route_service("/", service))
 }
 

@@ -37,6 +37,7 @@ fn app(auth: Authenticator, bound: &str) -> (Router, Arc<Metrics>) {
         Arc::new(auth),
         metrics.clone(),
         bound.parse::<SocketAddr>().unwrap(),
+        Arc::default(),
     );
     (router(state, echo_caller()), metrics)
 }

@@ -354,22 +354,16 @@ async fn an_http_session_answers_only_the_caller_that_opened_it() {
 
     // Bob, holding a valid token of his own and Alice's session id, can neither call through
     // her session, nor open its event stream, nor end it: each is an unknown session to him.
-    let (status, _, body) = legacy_exchange(
-        &url,
-        "bob",
-        post.clone(),
-        Some(&session),
-        Some(list.clone()),
-    )
-    .await;
-    assert_eq!(status, 404, "{body}");
-    assert!(!body.contains("read_notes"), "{body}");
-    let (status, _, _) =
-        legacy_exchange(&url, "bob", reqwest::Method::GET, Some(&session), None).await;
-    assert_eq!(status, 404);
-    let (status, _, _) =
-        legacy_exchange(&url, "bob", reqwest::Method::DELETE, Some(&session), None).await;
-    assert_eq!(status, 404);
+    for (method, body) in [
+        (post.clone(), Some(list.clone())),
+        (reqwest::Method::GET, None),
+        (reqwest::Method::DELETE, None),
+    ] {
+        let (status, _, answer) =
+            legacy_exchange(&url, "bob", method.clone(), Some(&session), body).await;
+        assert_eq!(status, 404, "{method}: {answer}");
+        assert!(!answer.contains("read_notes"), "{method}: {answer}");
+    }
 
     // Alice's session is untouched, and she can end it herself.
     let (status, _, body) = legacy_exchange(

@@ -359,3 +359,20 @@ impl From<VaultError> for ToolError {
         ToolError::from(&error)
     }
 }
+
+/// An error followed by the causes under it, each said once: an HTTP client's own text for a
+/// refused redirect or a failed connection says only that something failed, its sources say
+/// what.
+pub fn with_causes(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(inner) = cause {
+        let said = inner.to_string();
+        if !text.contains(&said) {
+            text.push_str(": ");
+            text.push_str(&said);
+        }
+        cause = inner.source();
+    }
+    text
+}

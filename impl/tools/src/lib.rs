@@ -30,7 +30,9 @@ pub use context::{
     ProgressSink, ToolCx, VaultBinding,
 };
 pub use db::{SubsystemDb, SubsystemDbError};
-pub use error::{ErrorCode, MAX_DETAILS_BYTES, MAX_MESSAGE_BYTES, Recovery, ToolError};
+pub use error::{
+    ErrorCode, MAX_DETAILS_BYTES, MAX_MESSAGE_BYTES, Recovery, ToolError, with_causes,
+};
 pub use paging::{PageLimits, PagingSetup, wire_cost};
 pub use pipeline::{Approval, Pipeline, Prepared};
 pub use registry::{Registry, RegistryBuildError, SubsystemSetup, ToolDef};

@@ -191,15 +191,9 @@ impl Embedder {
 
 /// reqwest's error without its URL (the endpoint is named apart, once).
 fn without_url(error: &reqwest::Error) -> String {
-    let mut text = error.to_string();
+    let mut text = tc_tools::with_causes(error);
     if let Some(url) = error.url() {
         text = text.replace(url.as_str(), "");
-    }
-    let mut source = std::error::Error::source(error);
-    while let Some(inner) = source {
-        text.push_str(": ");
-        text.push_str(&inner.to_string());
-        source = inner.source();
     }
     text.trim().to_owned()
 }

@@ -15,6 +15,7 @@ use tokio::sync::Mutex;
 
 use super::{AuthError, AuthSetupError};
 use crate::config::key_url_problem;
+use tc_tools::with_causes;
 
 /// A fetched JWKS or discovery document larger than this is refused.
 pub const MAX_FETCH_BYTES: usize = 1024 * 1024;
@@ -310,20 +311,4 @@ impl RemoteJwks {
         }
         Ok(body)
     }
-}
-
-/// An error with the causes under it: reqwest's own text for a refused redirect or a
-/// failed connection says only that something failed, its source says what.
-fn with_causes(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut cause = error.source();
-    while let Some(inner) = cause {
-        let said = inner.to_string();
-        if !text.contains(&said) {
-            text.push_str(": ");
-            text.push_str(&said);
-        }
-        cause = inner.source();
-    }
-    text
 }

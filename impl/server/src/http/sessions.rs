@@ -29,11 +29,11 @@ use crate::auth::Caller;
 const SESSION_HEADER: &str = "mcp-session-id";
 
 /// Session id → the id of the caller that opened it.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct SessionOwners {
     owners: Mutex<HashMap<String, String>>,
     /// rmcp's own session table, read to prune sessions it has let go of.
-    live: Option<Arc<LocalSessionManager>>,
+    live: Arc<LocalSessionManager>,
 }
 
 impl SessionOwners {
@@ -41,7 +41,7 @@ impl SessionOwners {
     pub fn tracking(manager: Arc<LocalSessionManager>) -> Self {
         SessionOwners {
             owners: Mutex::default(),
-            live: Some(manager),
+            live: manager,
         }
     }
 
@@ -59,11 +59,10 @@ impl SessionOwners {
     }
 
     async fn record(&self, session: String, caller: String) {
-        if let Some(manager) = &self.live {
-            let live = manager.sessions.read().await;
-            self.owners().retain(|id, _| live.contains_key(id.as_str()));
-        }
-        self.owners().insert(session, caller);
+        let live = self.live.sessions.read().await;
+        let mut owners = self.owners();
+        owners.retain(|id, _| live.contains_key(id.as_str()));
+        owners.insert(session, caller);
     }
 
     fn forget(&self, session: &str) {
