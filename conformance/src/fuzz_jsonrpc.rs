@@ -44,7 +44,7 @@ const PATIENCE: Duration = Duration::from_secs(20);
 
 /// The failure codes of CONTRACT §4 (tc_tools::ErrorCode names the same set; the fuzz target
 /// checks the wire against the contract, not against the enum).
-const CODES: [&str; 27] = [
+const CODES: [&str; 34] = [
     "elicit_required",
     "approval_declined",
     "approval_not_obtained",
@@ -72,6 +72,13 @@ const CODES: [&str; 27] = [
     "plugin_unreachable",
     "operation_timeout",
     "embeddings_unavailable",
+    "git_locked",
+    "anchor_not_found",
+    "anchor_ambiguous",
+    "attachment_not_found",
+    "snapshot_not_found",
+    "template_not_found",
+    "periodic_not_configured",
 ];
 
 /// The notes every input starts with.
@@ -131,6 +138,7 @@ fn fixture() -> &'static Fixture {
                 metrics: Arc::new(Metrics::new()),
                 legacy_shim: false,
                 approval_flags: Vec::new(),
+                approval_program: None,
             },
         )
         .unwrap_or_else(|e| panic!("the server: {e}"));
@@ -176,21 +184,25 @@ fn line_of(value: &Value) -> Vec<u8> {
     line
 }
 
-/// Every `tools/call` result that is a failure is the CONTRACT §4 envelope.
+/// Every `tools/call` result that is a failure has the two-block shape of spec
+/// results.error-blocks.
 fn check_tool_result(result: &Value) {
     if result["isError"] != json!(true) {
         return;
     }
-    let code = result["structuredContent"]["code"]
+    assert!(
+        result.get("structuredContent").is_none(),
+        "a failure with structuredContent: {result}"
+    );
+    let envelope = crate::server::failure_envelope(result);
+    let code = envelope["code"]
         .as_str()
         .unwrap_or_else(|| panic!("a failure without a code: {result}"));
     assert!(
         CODES.contains(&code),
         "a failure with the unknown code {code:?}: {result}"
     );
-    let message = result["structuredContent"]["message"]
-        .as_str()
-        .unwrap_or_default();
+    let message = envelope["message"].as_str().unwrap_or_default();
     assert_eq!(
         result["content"][0]["text"].as_str(),
         Some(format!("Error [{code}]: {message}").as_str()),

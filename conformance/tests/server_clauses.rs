@@ -107,8 +107,10 @@ fn params(call: &Call) -> CallToolRequestParams {
     CallToolRequestParams::new(world::tool_name(call.tool).unwrap()).with_arguments(arguments(call))
 }
 
-fn code(result: &Value) -> Option<&str> {
-    result["structuredContent"]["code"].as_str()
+fn code(result: &Value) -> Option<String> {
+    tc_conformance::server::failure_envelope(result)["code"]
+        .as_str()
+        .map(str::to_owned)
 }
 
 // r[verify dispatch.events]
@@ -233,7 +235,11 @@ fn admitted_then_refused_then_echoed(mode: RequestStateMode) -> (Value, String) 
         .sut
         .exchange(Session::ModernAclDenied, resubmit.clone(), Answer::Cancel)
         .unwrap();
-    assert_eq!(code(&refused.result), Some("acl_denied"), "{refused:?}");
+    assert_eq!(
+        code(&refused.result).as_deref(),
+        Some("acl_denied"),
+        "{refused:?}"
+    );
     let again = pair
         .sut
         .exchange(Session::Modern, resubmit, Answer::Cancel)
@@ -296,14 +302,18 @@ fn the_route_follows_the_capabilities_of_each_request() {
         )
         .unwrap();
     assert!(!plain.prompted, "{plain:?}");
-    assert_eq!(code(&plain.result), Some("elicit_required"), "{plain:?}");
+    assert_eq!(
+        code(&plain.result).as_deref(),
+        Some("elicit_required"),
+        "{plain:?}"
+    );
     // And the session's own capabilities still count where the request declares none.
     let session = pair
         .sut
         .exchange(Session::Shim, params(&COMMAND), Answer::Decline)
         .unwrap();
     assert!(session.prompted, "{session:?}");
-    assert_eq!(code(&session.result), Some("approval_declined"));
+    assert_eq!(code(&session.result).as_deref(), Some("approval_declined"));
 }
 
 // r[verify floors.hardcoded]
@@ -384,7 +394,7 @@ fn a_refusal_names_only_the_callers_own_id() {
                 Answer::Decline,
             )
             .unwrap();
-        assert_eq!(code(&answered.result), Some("elicit_required"));
+        assert_eq!(code(&answered.result).as_deref(), Some("elicit_required"));
         texts.push((caller, answered.result));
     }
     for (caller, result) in texts {
@@ -393,7 +403,7 @@ fn a_refusal_names_only_the_callers_own_id() {
         let shown = format!(
             "{}\n{}",
             result["content"][0]["text"].as_str().unwrap_or_default(),
-            result["structuredContent"]["recovery"]
+            tc_conformance::server::failure_envelope(&result)["recovery"]
         );
         assert!(
             shown.contains(&format!("--caller {own}")),
@@ -458,7 +468,7 @@ fn one_governor_bounds_every_tool_on_both_transports() {
             answers.push(answered.result);
         }
         // The same governor: the same kind of answer on stdio and on HTTP.
-        let shape = |r: &Value| (r["isError"].clone(), code(r).map(str::to_owned));
+        let shape = |r: &Value| (r["isError"].clone(), code(r));
         assert_eq!(
             shape(&answers[0]),
             shape(&answers[1]),

@@ -46,6 +46,7 @@ mod shim;
 pub mod world;
 
 pub use by_hand::Exchanged;
+pub use routes::failure_envelope;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -293,6 +294,7 @@ impl ServerSut {
                     metrics: Arc::new(Metrics::new()),
                     legacy_shim: shim,
                     approval_flags: Vec::new(),
+                    approval_program: None,
                 },
             )
             .map_err(|e| SutError::Setup(format!("{variant:?} server: {e}")))?;

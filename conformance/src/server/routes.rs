@@ -37,8 +37,19 @@ pub(super) fn read_result(result: &CallToolResult) -> Result<Answered, SutError>
     if result.is_error != Some(true) {
         return Ok(Answered::Success);
     }
-    let structured = result.structured_content.as_ref().ok_or_else(|| {
-        SutError::Unexpected(format!("a failure without structuredContent: {result:?}"))
+    // A failure's envelope is its second text block (spec results.error-blocks).
+    let envelope = result
+        .content
+        .get(1)
+        .and_then(|block| block.as_text())
+        .filter(|_| result.structured_content.is_none())
+        .ok_or_else(|| {
+            SutError::Unexpected(format!("a failure not of the two-block shape: {result:?}"))
+        })?;
+    let structured: Value = serde_json::from_str(&envelope.text).map_err(|e| {
+        SutError::Unexpected(format!(
+            "a failure envelope that is not JSON ({e}): {result:?}"
+        ))
     })?;
     let code = structured["code"]
         .as_str()
@@ -554,4 +565,17 @@ fn tc_conformance_never_stored() -> String {
 
 pub(super) fn tok_index(handle: u8, len: usize) -> Option<usize> {
     (len > 0).then(|| usize::from(handle) % len)
+}
+
+/// The envelope `{code, message, retryable, details?, recovery?}` of a failure as a JSON
+/// `tools/call` result holds it: its second text block (spec results.error-blocks); `Null`
+/// for anything else.
+pub fn failure_envelope(result: &Value) -> Value {
+    if result["isError"] != Value::Bool(true) {
+        return Value::Null;
+    }
+    result["content"][1]["text"]
+        .as_str()
+        .and_then(|text| serde_json::from_str(text).ok())
+        .unwrap_or(Value::Null)
 }

@@ -29,11 +29,13 @@ pub fn run(args: &PendingArgs, env: &CacheEnv) -> Result<String, Refusal> {
         .map_err(|e| Refusal::new(format!("cannot read cache.db: {e}")))?;
     // The flags this listing was given, absolute, so the printed command reaches the same
     // cache.db from any directory.
-    let flags = tc_server::serve::approval_flags(
-        args.place.config.as_deref(),
-        args.place.cache_dir.is_some(),
-        &cache_dir,
-    );
+    let flags = tc_server::serve::approval_flags(args.place.config.as_deref(), &cache_dir);
+    let program = std::env::current_exe()
+        .ok()
+        .and_then(|exe| {
+            tc_server::serve::approval_program(&exe, std::env::var_os("PATH").as_deref())
+        })
+        .unwrap_or_else(|| "obsidian-tc".to_owned());
     let several_vaults = config.vaults.len() > 1
         || pending
             .iter()
@@ -51,7 +53,7 @@ pub fn run(args: &PendingArgs, env: &CacheEnv) -> Result<String, Refusal> {
                     "raised_at_ms": r.raised_at_ms,
                     "expires_at_ms": r.expires_at_ms,
                     "summary": r.summary,
-                    "approve": approve_command(r, &flags, several_vaults),
+                    "approve": approve_command(r, &program, &flags, several_vaults),
                 })
             })
             .collect();
@@ -92,7 +94,7 @@ pub fn run(args: &PendingArgs, env: &CacheEnv) -> Result<String, Refusal> {
         let _ = writeln!(
             out,
             "    approve: {}",
-            approve_command(request, &flags, several_vaults)
+            approve_command(request, &program, &flags, several_vaults)
         );
     }
     Ok(out)
@@ -109,9 +111,14 @@ fn duration(ms: i64) -> String {
 }
 
 /// The `obsidian-tc elicit` command that mints for `request`.
-fn approve_command(request: &RaisedRequest, flags: &[String], with_vault: bool) -> String {
+fn approve_command(
+    request: &RaisedRequest,
+    program: &str,
+    flags: &[String],
+    with_vault: bool,
+) -> String {
     let mut words = vec![
-        "obsidian-tc".to_owned(),
+        program.to_owned(),
         "elicit".to_owned(),
         "--hash".to_owned(),
         request.call.args_hash.clone(),

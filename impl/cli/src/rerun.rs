@@ -64,6 +64,7 @@ pub fn run(args: &RerunArgs, env: &CacheEnv) -> Result<RerunReport, Refusal> {
         false,
         Arc::new(Metrics::new()),
         Vec::new(),
+        None,
     )
     .map_err(|e| Refusal::new(format!("cannot open the server's cache: {e}")))?;
     assembled

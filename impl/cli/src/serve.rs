@@ -16,7 +16,7 @@ use std::sync::Arc;
 use tc_server::auth::check_bind;
 use tc_server::config::{CacheEnv, Config};
 use tc_server::metrics::Metrics;
-use tc_server::serve::{approval_flags, assemble, serve_http, serve_stdio};
+use tc_server::serve::{approval_flags, approval_program, assemble, serve_http, serve_stdio};
 
 use crate::Refusal;
 use crate::cli::ServeArgs;
@@ -31,6 +31,8 @@ pub struct ServePlan {
     pub legacy_elicitation_shim: bool,
     /// What the printed approval command carries (`--config`, `--cache-dir`).
     pub approval_flags: Vec<String>,
+    /// How the printed approval command names this binary (`None`: `obsidian-tc`).
+    pub approval_program: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,14 +66,17 @@ pub fn plan(args: &ServeArgs, env: &CacheEnv) -> Result<ServePlan, Refusal> {
         }
     };
     let legacy_elicitation_shim = args.legacy_elicitation_shim || config.legacy_elicitation_shim;
-    let approval_flags =
-        approval_flags(args.config.as_deref(), args.cache_dir.is_some(), &cache_dir);
+    let approval_flags = approval_flags(args.config.as_deref(), &cache_dir);
+    let approval_program = std::env::current_exe()
+        .ok()
+        .and_then(|exe| approval_program(&exe, std::env::var_os("PATH").as_deref()));
     Ok(ServePlan {
         config,
         cache_dir,
         transport,
         legacy_elicitation_shim,
         approval_flags,
+        approval_program,
     })
 }
 
@@ -91,6 +96,7 @@ pub fn run(plan: ServePlan) -> Result<String, Refusal> {
             plan.legacy_elicitation_shim,
             Arc::new(Metrics::new()),
             plan.approval_flags.clone(),
+            plan.approval_program.clone(),
         )
         .map_err(|e| Refusal::new(e.to_string()))?;
         eprintln!("{}", assembled.key_source.startup_line());

@@ -19,10 +19,15 @@ struct Served {
 
 impl Served {
     fn start(args: &[&str], cwd: &Path, xdg: &Path) -> Served {
+        Served::start_with_path(args, cwd, xdg, &std::env::var("PATH").unwrap_or_default())
+    }
+
+    fn start_with_path(args: &[&str], cwd: &Path, xdg: &Path, path: &str) -> Served {
         let mut child = Command::new(env!("CARGO_BIN_EXE_obsidian-tc"))
             .arg("serve")
             .args(args)
             .current_dir(cwd)
+            .env("PATH", path)
             .env("XDG_CACHE_HOME", xdg)
             .env("HOME", "/nonexistent-home")
             .stdin(Stdio::piped())
@@ -86,15 +91,19 @@ impl Drop for Served {
     }
 }
 
-/// Runs `command` in a shell from `cwd`, with the binary's folder first on `PATH`; returns
-/// stdout, or panics with stderr.
-fn paste(command: &str, cwd: &Path, xdg: &Path) -> String {
+/// `PATH` with the binary's folder first.
+fn path_with_binary() -> String {
     let bin = PathBuf::from(env!("CARGO_BIN_EXE_obsidian-tc"));
-    let path = format!(
+    format!(
         "{}:{}",
         bin.parent().unwrap().display(),
         std::env::var("PATH").unwrap_or_default()
-    );
+    )
+}
+
+/// Runs `command` in a shell from `cwd`, with the given `PATH` and `XDG_CACHE_HOME`; returns
+/// stdout, or panics with stderr.
+fn paste_with(command: &str, cwd: &Path, xdg: &Path, path: &str) -> String {
     let output = Command::new("sh")
         .arg("-c")
         .arg(command)
@@ -113,6 +122,30 @@ fn paste(command: &str, cwd: &Path, xdg: &Path) -> String {
     String::from_utf8(output.stdout).unwrap()
 }
 
+/// Runs `command` in a shell from `cwd`, with the binary's folder first on `PATH`.
+fn paste(command: &str, cwd: &Path, xdg: &Path) -> String {
+    paste_with(command, cwd, xdg, &path_with_binary())
+}
+
+/// The envelope of a failure (its second text block), checking that the first block, the
+/// one an agent is shown, carries the approval command.
+fn refusal_of(result: &Value) -> Value {
+    assert_eq!(result["isError"], true, "{result}");
+    assert!(result.get("structuredContent").is_none(), "{result}");
+    let envelope: Value =
+        serde_json::from_str(result["content"][1]["text"].as_str().unwrap()).unwrap();
+    if let Some(command) = envelope["recovery"]["command"].as_str() {
+        assert!(
+            result["content"][0]["text"]
+                .as_str()
+                .unwrap()
+                .contains(command),
+            "{result}"
+        );
+    }
+    envelope
+}
+
 struct Place {
     dir: tempfile::TempDir,
 }
@@ -120,7 +153,14 @@ struct Place {
 impl Place {
     fn new() -> Place {
         let dir = tempfile::tempdir().unwrap();
-        for sub in ["notes", "work", "server-cwd", "operator-cwd", "xdg"] {
+        for sub in [
+            "notes",
+            "work",
+            "server-cwd",
+            "operator-cwd",
+            "xdg",
+            "operator-xdg",
+        ] {
             std::fs::create_dir_all(dir.path().join(sub)).unwrap();
         }
         std::fs::write(dir.path().join("notes/a.md"), "a\n").unwrap();
@@ -157,11 +197,17 @@ fn approve_as_printed(place: &Place, args: &[&str], vault: Option<&str>) -> Stri
         arguments["vault"] = json!(vault);
     }
     let refusal = served.call("delete_note", arguments.clone());
-    assert_eq!(refusal["isError"], true, "{refusal}");
-    let error = &refusal["structuredContent"];
+    let error = refusal_of(&refusal);
     assert_eq!(error["code"], "elicit_required", "{error}");
     let command = error["recovery"]["command"].as_str().unwrap().to_owned();
-    let token = paste(&command, &place.path("operator-cwd"), &xdg);
+    // The human's shell: another directory, another XDG_CACHE_HOME, and a PATH without the
+    // binary's folder.
+    let token = paste_with(
+        &command,
+        &place.path("operator-cwd"),
+        &place.path("operator-xdg"),
+        &std::env::var("PATH").unwrap_or_default(),
+    );
     let token = token.trim();
     assert_eq!(token.len(), 32, "{token:?}");
     arguments["elicit_token"] = json!(token);
@@ -172,14 +218,25 @@ fn approve_as_printed(place: &Place, args: &[&str], vault: Option<&str>) -> Stri
 }
 
 // r[verify cli.elicit.command-works]
+// r[verify cli.elicit.command-cache-dir]
+// r[verify cli.elicit.command-program]
 #[test]
 fn the_printed_command_works_for_every_way_of_starting_the_server() {
-    // VAULT_DIR alone: the default cache directory, which elicit finds on its own.
+    // VAULT_DIR alone: the default cache directory, named in the command, so a shell whose
+    // XDG_CACHE_HOME differs from the server's still reaches it.
     let place = Place::new();
     let notes = place.path("notes");
     let command = approve_as_printed(&place, &[notes.to_str().unwrap()], None);
+    let default_cache = place.path("xdg").join("obsidian-tc");
+    assert!(!command.contains("--config"), "{command}");
     assert!(
-        !command.contains("--config") && !command.contains("--cache-dir"),
+        command.contains(&format!("--cache-dir {}", default_cache.display())),
+        "{command}"
+    );
+    // The server is not on its PATH: the command names the binary by its absolute path.
+    let bin = std::fs::canonicalize(env!("CARGO_BIN_EXE_obsidian-tc")).unwrap();
+    assert!(
+        command.starts_with(&format!("{} elicit ", bin.display())),
         "{command}"
     );
 
@@ -232,6 +289,26 @@ fn the_printed_command_works_for_every_way_of_starting_the_server() {
     assert!(!place.path("work/a.md").exists());
 }
 
+// r[verify cli.elicit.command-program]
+/// A server that finds itself on its PATH prints the plain `obsidian-tc`.
+#[test]
+fn the_printed_command_names_obsidian_tc_when_the_path_finds_it() {
+    let place = Place::new();
+    let xdg = place.path("xdg");
+    let notes = place.path("notes");
+    let mut served = Served::start_with_path(
+        &[notes.to_str().unwrap()],
+        &place.path("server-cwd"),
+        &xdg,
+        &path_with_binary(),
+    );
+    let error = refusal_of(&served.call("delete_note", json!({"path": "a.md"})));
+    let command = error["recovery"]["command"].as_str().unwrap();
+    assert!(command.starts_with("obsidian-tc elicit "), "{command}");
+    let token = paste(command, &place.path("operator-cwd"), &xdg);
+    assert_eq!(token.trim().len(), 32, "{token:?}");
+}
+
 fn obsidian_tc(args: &[&str], xdg: &Path) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_obsidian-tc"))
         .args(args)
@@ -265,9 +342,10 @@ fn pending_lists_what_each_call_would_do_and_its_command_approves_it() {
         "write_note",
         json!({"path": "b.md", "content": "keep\nnew\n"}),
     );
-    assert_eq!(first["structuredContent"]["code"], "elicit_required");
+    let first = refusal_of(&first);
+    assert_eq!(first["code"], "elicit_required");
     let second = served.call("delete_note", json!({"path": "a.md", "permanent": true}));
-    assert_eq!(second["structuredContent"]["code"], "elicit_required");
+    assert_eq!(refusal_of(&second)["code"], "elicit_required");
 
     // For a person: newest first, the summary, the command.
     let table = obsidian_tc(&["pending", "--cache-dir", cache_arg], &xdg);
@@ -285,8 +363,10 @@ fn pending_lists_what_each_call_would_do_and_its_command_approves_it() {
         "{table}"
     );
     assert!(table.contains("-old") && table.contains("+new"), "{table}");
+    // `pending` runs from a PATH without the binary: it names it by its absolute path.
+    let bin = std::fs::canonicalize(env!("CARGO_BIN_EXE_obsidian-tc")).unwrap();
     assert!(
-        table.contains("  approve: obsidian-tc elicit --hash "),
+        table.contains(&format!("  approve: {} elicit --hash ", bin.display())),
         "{table}"
     );
 
@@ -300,14 +380,8 @@ fn pending_lists_what_each_call_would_do_and_its_command_approves_it() {
     assert_eq!(write["tool"], "write_note");
     assert_eq!(write["vault"], "notes");
     assert_eq!(write["caller"], "stdio");
-    assert_eq!(
-        write["args_hash"],
-        first["structuredContent"]["details"]["args_hash"]
-    );
-    assert_eq!(
-        write["state_fp"],
-        first["structuredContent"]["details"]["state_fp"]
-    );
+    assert_eq!(write["args_hash"], first["details"]["args_hash"]);
+    assert_eq!(write["state_fp"], first["details"]["state_fp"]);
     assert!(write["expires_at_ms"].as_i64() > write["raised_at_ms"].as_i64());
     assert!(write["summary"].as_str().unwrap().contains("target: b.md"));
     let other_caller = obsidian_tc(

@@ -127,6 +127,10 @@ impl Served {
 
     fn call(&mut self, tool: &str, arguments: Value) -> Value {
         let result = self.request("tools/call", json!({"name": tool, "arguments": arguments}));
+        if result["isError"] == json!(true) {
+            // A failure's envelope is its second text block (spec results.error-blocks).
+            return serde_json::from_str(result["content"][1]["text"].as_str().unwrap()).unwrap();
+        }
         result["structuredContent"].clone()
     }
 

@@ -953,9 +953,9 @@ fn a_move_to_a_name_no_link_can_carry_is_refused_before_anything_changes() {
     assert!(fx.get("x|y.md").is_some());
 }
 
-// r[verify results.failure.bounded]
-/// Two million wrong items and a megabyte string: the refusal lists 20 violations, each
-/// short, says there were more, and the whole failure stays a few KiB.
+// r[verify results.error-bounded]
+/// Two million wrong items and a megabyte string: the refusal lists 10 violations, each
+/// short, says there were more, and both text blocks together stay under 10,000 bytes.
 #[test]
 fn a_refusal_is_small_whatever_the_call_sent() {
     let registry = registry();
@@ -971,11 +971,8 @@ fn a_refusal_is_small_whatever_the_call_sent() {
         "{structured}"
     );
     assert_eq!(structured["details"]["more_errors"], json!(true));
-    assert!(
-        structured.to_string().len() < 16 * 1024,
-        "{}",
-        structured.to_string().len()
-    );
+    let sent = structured.to_string().len() + error.text().len();
+    assert!(sent <= tc_tools::MAX_FAILURE_TEXT_BYTES, "{sent} bytes");
 
     let huge = "x".repeat(1 << 20);
     let error = def.parse_args(&json!({"paths": huge.clone()})).unwrap_err();
@@ -995,7 +992,8 @@ fn a_refusal_is_small_whatever_the_call_sent() {
     let bulky = tc_tools::ToolError::new(ErrorCode::InvalidInput, huge.clone())
         .with_details(json!({"reason": "invalid", "echo": huge}));
     let structured = bulky.to_structured();
-    assert!(structured.to_string().len() <= 2048 + tc_tools::MAX_DETAILS_BYTES);
+    let sent = structured.to_string().len() + bulky.text().len();
+    assert!(sent <= tc_tools::MAX_FAILURE_TEXT_BYTES, "{sent} bytes");
     assert_eq!(structured["details"]["reason"], json!("invalid"));
     assert_eq!(structured["details"]["cut"]["left_out"], json!(["echo"]));
 }

@@ -337,6 +337,7 @@ fn a_call_that_would_fail_anyway_asks_nothing() {
 
 // r[verify results.elicit-required]
 // r[verify results.elicit-required.directive]
+// r[verify results.error-text.actionable]
 // r[verify gate.raise.record]
 // r[verify gate.raise.state-fp]
 // r[verify gate.sensitive.confirm]
@@ -381,6 +382,14 @@ fn elicit_required_carries_hash_state_tool_and_the_exact_command() {
     assert_eq!(structured["code"], "elicit_required");
     assert_eq!(structured["retryable"], false);
     assert!(error.text().starts_with("Error [elicit_required]: STOP"));
+    // What the agent is shown carries the command itself, before any other instruction,
+    // and the way to see what it approves.
+    let text = error.text();
+    let at = text
+        .find(recovery.command.as_deref().unwrap())
+        .expect("command in the text");
+    assert!(!text[..at].contains("elicit_token"), "{text}");
+    assert!(text.contains("`obsidian-tc pending`"), "{text}");
     assert!(fx.get("a.md").is_some());
 }
 

@@ -217,6 +217,9 @@ pub struct CoreParts<'a> {
     /// What the printed `obsidian-tc elicit` command carries to find this server's cache
     /// and config (`--config FILE`, `--cache-dir DIR`, absolute); empty for the defaults.
     pub approval_flags: Vec<String>,
+    /// How the printed approval command names this binary (`obsidian-tc` when that finds
+    /// it on PATH, its absolute path otherwise); `None` keeps `obsidian-tc`.
+    pub approval_program: Option<String>,
 }
 
 impl ServerCore {
@@ -304,6 +307,10 @@ impl ServerCore {
             fingerprints,
         )
         .with_approval_flags(parts.approval_flags);
+        let pipeline = match parts.approval_program {
+            Some(program) => pipeline.with_approval_program(program),
+            None => pipeline,
+        };
         let pipeline = Arc::new(pipeline);
         crate::rerun::ServerReplayer::wire(
             &sessions,

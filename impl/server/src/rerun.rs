@@ -310,13 +310,11 @@ fn outcome_of(response: &CallToolResponse) -> (CallStatus, Option<String>, u64) 
                 .and_then(|c| c.as_text())
                 .map_or(0, |t| t.text.len() as u64);
             if result.is_error == Some(true) {
-                let code = result
-                    .structured_content
-                    .as_ref()
-                    .and_then(|s| s.get("code"))
-                    .and_then(Value::as_str)
-                    .map(str::to_owned);
-                (CallStatus::Error, code, bytes)
+                (
+                    CallStatus::Error,
+                    crate::results::failure_code(result),
+                    bytes,
+                )
             } else {
                 (CallStatus::Ok, None, bytes)
             }

@@ -1,11 +1,13 @@
 //! The shapes of a tool call's result on the wire (spec/results.md `results.success`,
-//! `results.failure`; spec/governor.md `governor.single-serialization`; CONTRACT §4).
+//! `results.error-blocks`; spec/governor.md `governor.single-serialization`; CONTRACT §4).
 //!
 //! A success carries the result object as `structuredContent` and one text block holding
 //! the same JSON. The text is made from the very bytes the governor measured, so the result
 //! is serialized once on our side (rmcp then frames the whole response). A failure carries
-//! `isError: true`, the `{code, message, retryable, details?, recovery?}` envelope as
-//! `structuredContent`, and the text `Error [<code>]: <message>`.
+//! `isError: true` and no `structuredContent` (clients check `structuredContent` against the
+//! tool's success `outputSchema`, and the TypeScript SDK 1.x rejects the whole result when it
+//! does not match), with two text blocks: `Error [<code>]: <message>`, the one an agent is
+//! shown, then the JSON envelope `{code, message, retryable, details?, recovery?}`.
 
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::Value;
@@ -25,10 +27,21 @@ pub fn success_from_bytes(structured: Value, bytes: Vec<u8>) -> CallToolResult {
     result
 }
 
-// r[impl results.failure]
+// r[impl results.error-blocks]
 /// The failure result for a refused or failed call.
 pub fn failure(error: &ToolError) -> CallToolResult {
-    let mut result = CallToolResult::error(vec![ContentBlock::text(error.text())]);
-    result.structured_content = Some(error.to_structured());
-    result
+    let [text, envelope] = error.text_blocks();
+    CallToolResult::error(vec![ContentBlock::text(text), ContentBlock::text(envelope)])
+}
+
+/// The code of a failure result, read back from its first text block
+/// (`Error [<code>]: …`); `None` for a success or a result of another shape.
+pub fn failure_code(result: &CallToolResult) -> Option<String> {
+    if result.is_error != Some(true) {
+        return None;
+    }
+    let text = &result.content.first()?.as_text()?.text;
+    let rest = text.strip_prefix("Error [")?;
+    let end = rest.find("]: ")?;
+    Some(rest[..end].to_owned())
 }

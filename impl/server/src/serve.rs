@@ -80,6 +80,7 @@ pub fn assemble(
     legacy_shim: bool,
     metrics: Arc<Metrics>,
     approval_flags: Vec<String>,
+    approval_program: Option<String>,
 ) -> Result<Assembled, ServeError> {
     // r[impl gate.files.private]
     tc_gate::private_fs::create_private_dir_all(cache_dir).map_err(|source| {
@@ -102,6 +103,7 @@ pub fn assemble(
             metrics,
             legacy_shim,
             approval_flags,
+            approval_program,
         },
     )?;
     Ok(Assembled {
@@ -111,16 +113,14 @@ pub fn assemble(
 }
 
 // r[impl cli.elicit.command-works]
-/// The flags `obsidian-tc elicit` needs to mint for a server started with `config_file` and
-/// a `--cache-dir` flag: `--config FILE` when there was one, and the cache directory the
-/// server resolved, absolute, whenever either was given (a relative `cacheDir` or
-/// `--cache-dir` would resolve differently from another working directory). With neither,
-/// `serve` and `elicit` agree on the default cache directory and nothing is needed.
-pub fn approval_flags(
-    config_file: Option<&Path>,
-    cache_dir_flag_given: bool,
-    resolved_cache_dir: &Path,
-) -> Vec<String> {
+// r[impl cli.elicit.command-cache-dir]
+/// The flags `obsidian-tc elicit` needs to mint for a server started with `config_file`:
+/// `--config FILE` when there was one, and always the cache directory the server resolved,
+/// absolute. A relative `cacheDir` or `--cache-dir` would resolve differently from another
+/// working directory, and the default cache directory depends on `XDG_CACHE_HOME`, which the
+/// environment a client starts the server in (Codex passes only a few variables) need not
+/// share with the human's shell.
+pub fn approval_flags(config_file: Option<&Path>, resolved_cache_dir: &Path) -> Vec<String> {
     let absolute = |path: &Path| {
         std::path::absolute(path)
             .unwrap_or_else(|_| path.to_path_buf())
@@ -132,11 +132,29 @@ pub fn approval_flags(
         flags.push("--config".to_owned());
         flags.push(absolute(file));
     }
-    if config_file.is_some() || cache_dir_flag_given {
-        flags.push("--cache-dir".to_owned());
-        flags.push(absolute(resolved_cache_dir));
-    }
+    flags.push("--cache-dir".to_owned());
+    flags.push(absolute(resolved_cache_dir));
     flags
+}
+
+// r[impl cli.elicit.command-program]
+/// How the printed approval command names this binary: `None` (the plain `obsidian-tc`) when
+/// that name, looked up on `path` as a shell would, is this very executable, and this
+/// executable's absolute path otherwise (a server run from `target/release/`, or from a path
+/// a client was given, is "not found" by its bare name).
+pub fn approval_program(current_exe: &Path, path: Option<&std::ffi::OsStr>) -> Option<String> {
+    let this = std::fs::canonicalize(current_exe).ok()?;
+    let found_on_path = path
+        .into_iter()
+        .flat_map(std::env::split_paths)
+        .find_map(|dir| {
+            let candidate = dir.join("obsidian-tc");
+            candidate.is_file().then_some(candidate)
+        });
+    let same = found_on_path
+        .and_then(|found| std::fs::canonicalize(found).ok())
+        .is_some_and(|found| found == this);
+    (!same).then(|| this.to_string_lossy().into_owned())
 }
 
 // r[impl cli.serve.stdio-eof-exit]

@@ -398,6 +398,7 @@ async fn what_the_server_writes_outside_the_vault_is_private() {
         false,
         std::sync::Arc::new(tc_server::metrics::Metrics::new()),
         Vec::new(),
+        None,
     )
     .unwrap();
     let client = connect(assembled.core.clone(), legacy(Reply::Approve)).await;

@@ -99,6 +99,9 @@ fn delete(state: Option<String>, reply: Option<Reply>) -> CallToolRequestParams 
 
 fn structured(response: CallToolResponse) -> Value {
     match response {
+        CallToolResponse::Complete(result) if result.is_error == Some(true) => {
+            mcp_support::failure(&result)
+        }
         CallToolResponse::Complete(result) => result.structured_content.unwrap_or(Value::Null),
         other => panic!("expected a complete result, got {other:?}"),
     }

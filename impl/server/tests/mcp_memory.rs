@@ -244,6 +244,7 @@ async fn the_memory_folder_is_set_per_vault_and_checked_at_start_up() {
             metrics: std::sync::Arc::new(tc_server::metrics::Metrics::new()),
             legacy_shim: false,
             approval_flags: Vec::new(),
+            approval_program: None,
         },
     );
     let message = match built {

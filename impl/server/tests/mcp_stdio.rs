@@ -599,7 +599,7 @@ async fn legacy_without_the_shim_gets_elicit_required() {
 // r[verify governor.counted]
 // r[verify events.overflow]
 // r[verify metrics.truncations]
-// r[verify results.failure]
+// r[verify results.error-blocks]
 // r[verify results.overflow]
 // r[verify governor.measure]
 #[tokio::test]

@@ -1,9 +1,10 @@
-//! The failure envelope of every tool call (spec/results.md: `results.failure`,
+//! The failure envelope of every tool call (spec/results.md: `results.error-blocks`,
 //! `results.codes`, `results.retryable`, `results.recovery`, `results.no-secrets`, and the
 //! per-code details clauses; CONTRACT.md §4).
 //!
-//! A [`ToolError`] is what the server turns into `isError: true` with `structuredContent =
-//! {code, message, retryable, details?, recovery?}`. Its code is one of the closed set of
+//! A [`ToolError`] is what the server turns into `isError: true` with two text blocks:
+//! `Error [<code>]: <message>` and the JSON envelope `{code, message, retryable, details?,
+//! recovery?}` (no `structuredContent`: clients check it against the success schema). Its code is one of the closed set of
 //! [`ErrorCode`]s, and `retryable` is derived from the code, never set by hand, so the rule
 //! "true only for replay_drift and concurrent_modification" cannot be broken by one site.
 
@@ -48,6 +49,14 @@ pub enum ErrorCode {
     PluginUnreachable,
     OperationTimeout,
     EmbeddingsUnavailable,
+    GitLocked,
+    // The daily-driver families' codes.
+    AnchorNotFound,
+    AnchorAmbiguous,
+    AttachmentNotFound,
+    SnapshotNotFound,
+    TemplateNotFound,
+    PeriodicNotConfigured,
 }
 
 impl ErrorCode {
@@ -80,6 +89,13 @@ impl ErrorCode {
             ErrorCode::PluginUnreachable => "plugin_unreachable",
             ErrorCode::OperationTimeout => "operation_timeout",
             ErrorCode::EmbeddingsUnavailable => "embeddings_unavailable",
+            ErrorCode::GitLocked => "git_locked",
+            ErrorCode::AnchorNotFound => "anchor_not_found",
+            ErrorCode::AnchorAmbiguous => "anchor_ambiguous",
+            ErrorCode::AttachmentNotFound => "attachment_not_found",
+            ErrorCode::SnapshotNotFound => "snapshot_not_found",
+            ErrorCode::TemplateNotFound => "template_not_found",
+            ErrorCode::PeriodicNotConfigured => "periodic_not_configured",
         }
     }
 
@@ -109,21 +125,34 @@ pub struct Recovery {
 impl Recovery {
     fn to_json(&self) -> Value {
         let mut object = Map::new();
-        object.insert("instruction".into(), json!(self.instruction));
+        object.insert(
+            "instruction".into(),
+            json!(cut_text(&self.instruction, MAX_RECOVERY_BYTES)),
+        );
         if let Some(command) = &self.command {
-            object.insert("command".into(), json!(command));
+            object.insert(
+                "command".into(),
+                json!(cut_text(command, MAX_RECOVERY_BYTES)),
+            );
         }
         Value::Object(object)
     }
 }
 
-/// The most bytes of a failure's message as sent (its text block repeats it). A message that
-/// echoes a huge argument is cut, so no failure is larger than what the call sent.
-pub const MAX_MESSAGE_BYTES: usize = 2048;
-/// The most bytes of a failure's `details` as sent; the entries that do not fit are left out
-/// and named in `details.cut`. With the message this keeps every failure far under the
-/// governor's floor (spec `floors.hardcoded`).
-pub const MAX_DETAILS_BYTES: usize = 16 * 1024;
+/// The most bytes of a failure's message as sent (both text blocks carry it). A message that
+/// echoes a huge argument is cut, so no failure is larger than what the call sent. The
+/// approval command of an `elicit_required` comes early in its message, so only prose after
+/// it could ever be cut.
+pub const MAX_MESSAGE_BYTES: usize = 4096;
+/// The most bytes of a recovery's instruction and of its command as sent.
+pub const MAX_RECOVERY_BYTES: usize = 1024;
+/// The most bytes of both text blocks of a failure together. Claude Code cuts an error's text
+/// past about 11,000 characters and a character is at least one byte, so a failure is read
+/// whole there; `details` entries that do not fit in what the rest leaves are left out and
+/// named in `details.cut`.
+pub const MAX_FAILURE_TEXT_BYTES: usize = 10_000;
+/// The most bytes of a failure's `details` as serialized, whatever else it holds.
+pub const MAX_DETAILS_BYTES: usize = 4096;
 
 /// A refused or failed tool call.
 #[derive(Debug, Clone)]
@@ -157,17 +186,17 @@ pub fn cut_text(text: &str, max: usize) -> Cow<'_, str> {
     ))
 }
 
-// r[impl results.failure.bounded]
+// r[impl results.error-bounded]
 /// `details` within [`MAX_DETAILS_BYTES`] as serialized: entries are kept in order while they
 /// fit, and those left out are named in `cut` with the size the whole had.
-fn bounded_details(details: &Value) -> Value {
+fn bounded_details(details: &Value, budget: usize) -> Value {
     let size = |value: &Value| serde_json::to_vec(value).map_or(usize::MAX, |bytes| bytes.len());
     let whole = size(details);
-    if whole <= MAX_DETAILS_BYTES {
+    if whole <= budget {
         return details.clone();
     }
     // Room for `cut` itself, with the names of what was left out.
-    let mut room = MAX_DETAILS_BYTES / 2;
+    let mut room = budget / 2;
     let mut kept = Map::new();
     let mut left_out = Vec::new();
     if let Value::Object(entries) = details {
@@ -181,7 +210,7 @@ fn bounded_details(details: &Value) -> Value {
             }
         }
     }
-    left_out.truncate(32);
+    left_out.truncate(8);
     kept.insert("cut".into(), json!({"bytes": whole, "left_out": left_out}));
     Value::Object(kept)
 }
@@ -231,20 +260,35 @@ impl ToolError {
         self
     }
 
-    // r[impl results.failure]
-    /// `structuredContent` of the failure: `{code, message, retryable, details?, recovery?}`.
+    // r[impl results.error-blocks]
+    // r[impl results.error-bounded]
+    /// The JSON envelope of the failure, its second text block: `{code, message, retryable,
+    /// details?, recovery?}`, with `details` cut so that both blocks together stay within
+    /// [`MAX_FAILURE_TEXT_BYTES`].
     pub fn to_structured(&self) -> Value {
         let mut object = Map::new();
         object.insert("code".into(), json!(self.code.as_str()));
         object.insert("message".into(), json!(self.shown_message()));
         object.insert("retryable".into(), json!(self.retryable()));
-        if let Some(details) = &self.details {
-            object.insert("details".into(), bounded_details(details));
-        }
         if let Some(recovery) = &self.recovery {
             object.insert("recovery".into(), recovery.to_json());
         }
+        if let Some(details) = &self.details {
+            let used = self.text().len()
+                + serde_json::to_vec(&object).map_or(MAX_FAILURE_TEXT_BYTES, |b| b.len());
+            // `,"details":` and a margin for the cut marker's own keys.
+            let room = MAX_FAILURE_TEXT_BYTES
+                .saturating_sub(used + 64)
+                .min(MAX_DETAILS_BYTES);
+            object.insert("details".into(), bounded_details(details, room));
+        }
         Value::Object(object)
+    }
+
+    /// The two text blocks of the failure as sent: `Error [<code>]: <message>`, then the JSON
+    /// envelope.
+    pub fn text_blocks(&self) -> [String; 2] {
+        [self.text(), self.to_structured().to_string()]
     }
 
     /// The message as sent: at most [`MAX_MESSAGE_BYTES`], the cut marked.
@@ -252,7 +296,8 @@ impl ToolError {
         cut_text(&self.message, MAX_MESSAGE_BYTES)
     }
 
-    /// The one text block of the failure: `Error [<code>]: <message>`.
+    /// The first text block of the failure, the one an agent is shown:
+    /// `Error [<code>]: <message>`.
     pub fn text(&self) -> String {
         self.to_string()
     }

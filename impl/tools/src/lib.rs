@@ -31,7 +31,8 @@ pub use context::{
 };
 pub use db::{SubsystemDb, SubsystemDbError};
 pub use error::{
-    ErrorCode, MAX_DETAILS_BYTES, MAX_MESSAGE_BYTES, Recovery, ToolError, with_causes,
+    ErrorCode, MAX_DETAILS_BYTES, MAX_FAILURE_TEXT_BYTES, MAX_MESSAGE_BYTES, Recovery, ToolError,
+    with_causes,
 };
 pub use paging::{PageLimits, PagingSetup, wire_cost};
 pub use pipeline::{Approval, Pipeline, Prepared};

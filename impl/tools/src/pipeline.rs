@@ -168,6 +168,8 @@ pub struct Pipeline {
     /// The flags `obsidian-tc elicit` needs to find this server's cache.db and config
     /// (`--config FILE`, `--cache-dir DIR`, both absolute), as the server was started.
     approval_flags: Vec<String>,
+    /// How the printed approval command names the binary (spec `cli.elicit.command-program`).
+    approval_program: String,
 }
 
 impl fmt::Debug for Pipeline {
@@ -203,6 +205,7 @@ impl Pipeline {
             paging,
             fingerprints,
             approval_flags: Vec::new(),
+            approval_program: "obsidian-tc".to_owned(),
         }
     }
 
@@ -221,6 +224,17 @@ impl Pipeline {
 
     pub fn approval_flags(&self) -> &[String] {
         &self.approval_flags
+    }
+
+    /// How the printed approval command names the binary, as the server can be found from a
+    /// shell (spec `cli.elicit.command-program`).
+    pub fn with_approval_program(mut self, program: String) -> Self {
+        self.approval_program = program;
+        self
+    }
+
+    pub fn approval_program(&self) -> &str {
+        &self.approval_program
     }
 
     /// [`Pipeline::with_verifier`] in place.

@@ -95,7 +95,8 @@ impl Pipeline {
     /// `--vault` when several vaults are served, so it works when pasted as it is.
     pub fn elicit_command(&self, prepared: &Prepared) -> String {
         let mut command = format!(
-            "obsidian-tc elicit --hash {} --tool {}",
+            "{} elicit --hash {} --tool {}",
+            shell_word(self.approval_program()),
             shell_word(prepared.args_hash()),
             shell_word(prepared.tool())
         );
@@ -116,6 +117,7 @@ impl Pipeline {
 
     // r[impl results.elicit-required]
     // r[impl results.elicit-required.directive]
+    // r[impl results.error-text.actionable]
     /// The `elicit_required` refusal for a raised request.
     pub fn elicit_required(
         &self,
@@ -127,14 +129,16 @@ impl Pipeline {
             Some(why) => format!("The elicit_token sent was not accepted ({why}). "),
             None => String::new(),
         };
+        let command = self.elicit_command(prepared);
         let mut error = ToolError::new(
             ErrorCode::ElicitRequired,
             format!(
                 "STOP and ask the human before running anything else: this {tool} call needs \
-                 their explicit confirmation. {lead}Show them the command in recovery.command; \
-                 if they approve, they run it and give you the token it prints, and you send the \
-                 same call again with elicit_token set to it. Do not edit the vault directly or \
-                 otherwise work around this gate.",
+                 their explicit confirmation. {lead}Show them this command; `obsidian-tc \
+                 pending` shows them what it would approve, and running it approves this exact \
+                 call:\n\n    {command}\n\nIf they approve, they give you the token it \
+                 prints and you send the same call again with elicit_token set to it. Do not \
+                 edit the vault directly or otherwise work around this gate.",
                 tool = prepared.tool()
             ),
         )
@@ -146,7 +150,7 @@ impl Pipeline {
         }))
         .with_recovery(
             "ask the human to approve this exact call by running the command, then send the same call again with elicit_token",
-            Some(self.elicit_command(prepared)),
+            Some(command),
         );
         if let Some(why) = rejected {
             error = error.detail("token_rejected", json!(why));
@@ -158,14 +162,16 @@ impl Pipeline {
     // r[impl results.approval-not-obtained]
     /// The refusal for a round-trip prompt answered with cancel (spec `trip.cancel`).
     pub fn approval_not_obtained(&self, prepared: &Prepared) -> ToolError {
+        let command = self.elicit_command(prepared);
         ToolError::new(
             ErrorCode::ApprovalNotObtained,
             format!(
-                "Approval was not obtained for this {} call: the prompt was dismissed and nobody \
-                 declined it. Nothing was applied. Ask the human to approve it out of band with \
-                 the command in recovery.command, then send the same call again with \
+                "Approval was not obtained for this {tool} call: the prompt was dismissed and \
+                 nobody declined it. Nothing was applied. Ask the human to approve it out of \
+                 band by running this command (`obsidian-tc pending` shows what it would \
+                 approve):\n\n    {command}\n\nthen send the same call again with \
                  elicit_token set to the token it prints.",
-                prepared.tool()
+                tool = prepared.tool()
             ),
         )
         .with_details(json!({
@@ -176,7 +182,7 @@ impl Pipeline {
         }))
         .with_recovery(
             "ask the human to approve this exact call by running the command, then send the same call again with elicit_token",
-            Some(self.elicit_command(prepared)),
+            Some(command),
         )
     }
 

@@ -290,11 +290,11 @@ fn type_name(value: &Value) -> &'static str {
 
 /// The most schema violations a `validation_error` lists (`details.more_errors` says when
 /// there were more).
-pub const MAX_VIOLATIONS: usize = 20;
+pub const MAX_VIOLATIONS: usize = 10;
 /// The most bytes of a violation's pointer or message (a message may echo the value).
-const MAX_VIOLATION_BYTES: usize = 240;
+const MAX_VIOLATION_BYTES: usize = 160;
 
-// r[impl results.failure.bounded]
+// r[impl results.error-bounded]
 fn violations(tool: &str, found: Vec<(String, String)>) -> ToolError {
     let more = found.len() > MAX_VIOLATIONS;
     let shown: Vec<(String, String)> = found

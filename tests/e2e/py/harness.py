@@ -222,11 +222,21 @@ def structured(result: types.CallToolResult) -> dict[str, Any]:
 
 
 def failure(result: types.CallToolResult, where: str) -> dict[str, Any]:
-    """The structured error of a failed call, asserting the shape of results.failure."""
+    """The error envelope of a failed call, asserting the shape of results.error-blocks: no
+    structuredContent, the text `Error [<code>]: <message>`, then the envelope's JSON."""
     assert result.is_error, f"{where}: expected a failure, got {result!r}"
-    err = structured(result)
-    text = next((b.text for b in result.content if isinstance(b, types.TextContent)), "")
-    assert text.startswith(f"Error [{err['code']}]: "), f"{where}: text block {text!r}"
+    assert result.structured_content is None, f"{where}: a failure with structuredContent: {result!r}"
+    assert len(result.content) == 2, f"{where}: a failure of other than two blocks: {result!r}"
+    first, second = result.content
+    assert isinstance(first, types.TextContent) and isinstance(second, types.TextContent), repr(result)
+    err = json.loads(second.text)
+    assert first.text == f"Error [{err['code']}]: {err['message']}", f"{where}: first block {first.text!r}"
+    assert len(first.text) + len(second.text) <= 10_000, f"{where}: error text over 10,000 characters"
+    command = (err.get("recovery") or {}).get("command")
+    if command and err["code"] in ("elicit_required", "approval_not_obtained"):
+        # r[verify results.error-text.actionable]
+        assert command in first.text, f"{where}: the text an agent sees lacks the command: {first.text}"
+        assert "obsidian-tc pending" in first.text, f"{where}: the text does not name obsidian-tc pending"
     return err
 
 
@@ -244,7 +254,10 @@ def elicit_argv(err: dict[str, Any]) -> list[str]:
     command = (err.get("recovery") or {}).get("command")
     assert isinstance(command, str), f"no recovery.command in {err}"
     words = shlex.split(command)
-    assert words[:2] == ["obsidian-tc", "elicit"], f"recovery is not an elicit command: {command}"
+    # r[verify cli.elicit.command-program]
+    # The e2e binary is not on PATH, so the command names it by its absolute path.
+    assert words[0] == os.path.realpath(BIN), f"the command does not name the binary as found: {command}"
+    assert words[1] == "elicit", f"recovery is not an elicit command: {command}"
 
     def flag(name: str) -> str | None:
         return words[words.index(name) + 1] if name in words else None
@@ -254,7 +267,7 @@ def elicit_argv(err: dict[str, Any]) -> list[str]:
     assert flag("--state-fp") == d["state_fp"], command
     assert flag("--tool") == d["tool"], command
     assert flag("--caller"), command
-    return words[1:]
+    return words
 
 
 def run_elicit(v: Vault, err: dict[str, Any]) -> subprocess.CompletedProcess[str]:
@@ -263,4 +276,7 @@ def run_elicit(v: Vault, err: dict[str, Any]) -> subprocess.CompletedProcess[str
     argv = elicit_argv(err)
     for flag in v.place_args():
         assert flag in argv, f"the command does not name {v.place_args()}: {argv}"
-    return run_bin(argv)
+    # r[verify cli.elicit.command-cache-dir]
+    assert "--cache-dir" in argv, f"the command does not carry --cache-dir: {argv}"
+    # The command exactly as printed, its program included.
+    return subprocess.run(argv, capture_output=True, text=True, timeout=15.0, stdin=subprocess.DEVNULL)

@@ -115,6 +115,7 @@ impl Sandbox {
                 metrics: Arc::new(Metrics::new()),
                 legacy_shim: false,
                 approval_flags: Vec::new(),
+                approval_program: None,
             },
         )
         .map_err(|e| e.to_string())

@@ -151,6 +151,7 @@ pub fn build_core(
                 metrics: Arc::new(Metrics::new()),
                 legacy_shim,
                 approval_flags: Vec::new(),
+                approval_program: None,
             },
         )
         .unwrap(),
@@ -370,22 +371,29 @@ pub async fn call(client: &Client, tool: &str, arguments: Value) -> CallToolResu
     }
 }
 
-/// The failure envelope of a result, asserting the CONTRACT §4 shape.
+/// The failure envelope of a result, asserting the shape of spec `results.error-blocks`: no
+/// `structuredContent`, the text `Error [<code>]: <message>`, then the envelope's JSON.
 pub fn failure(result: &CallToolResult) -> Value {
     assert_eq!(
         result.is_error,
         Some(true),
         "expected a failure: {result:?}"
     );
-    let structured = result
-        .structured_content
-        .clone()
-        .expect("structuredContent");
+    assert!(
+        result.structured_content.is_none(),
+        "a failure carries no structuredContent: {result:?}"
+    );
+    assert_eq!(result.content.len(), 2, "two text blocks: {result:?}");
+    let text = &result.content[0].as_text().unwrap().text;
+    let envelope = &result.content[1].as_text().unwrap().text;
+    let structured: Value = serde_json::from_str(envelope).expect("the envelope is JSON");
     let code = structured["code"].as_str().unwrap().to_owned();
     let message = structured["message"].as_str().unwrap();
-    assert_eq!(result.content.len(), 1);
-    let text = &result.content[0].as_text().unwrap().text;
     assert_eq!(text, &format!("Error [{code}]: {message}"));
+    assert!(
+        text.len() + envelope.len() <= tc_tools::MAX_FAILURE_TEXT_BYTES,
+        "a failure's text is bounded"
+    );
     structured
 }
 

@@ -4,7 +4,7 @@
 // Every await is bounded and every process spawned here is killed by `cleanup()`.
 
 import { spawn, execFile } from 'node:child_process';
-import { mkdtempSync, mkdirSync, writeFileSync, existsSync, rmSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, writeFileSync, existsSync, rmSync, realpathSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -89,10 +89,15 @@ function placeArgs(v) {
 
 /** Runs the binary with args; resolves {code, stdout, stderr}, never rejects on exit status. */
 export function runBin(args, timeoutMs = 15_000) {
+    return runProgram(BIN, args, timeoutMs);
+}
+
+/** Runs `program` (a path, as a pasted command would) with `args`; returns {code, stdout, stderr}. */
+export function runProgram(program, args, timeoutMs = 15_000) {
     return new Promise((resolve, reject) => {
-        execFile(BIN, args, { timeout: timeoutMs, encoding: 'utf8' }, (error, stdout, stderr) => {
+        execFile(program, args, { timeout: timeoutMs, encoding: 'utf8' }, (error, stdout, stderr) => {
             if (error && typeof error.code !== 'number') {
-                reject(new Error(`${BIN} ${args.join(' ')} failed to run: ${error.message}\n${stderr}`));
+                reject(new Error(`${program} ${args.join(' ')} failed to run: ${error.message}\n${stderr}`));
                 return;
             }
             resolve({ code: error ? error.code : 0, stdout, stderr });
@@ -236,14 +241,26 @@ export function call(c, name, args, opts = {}) {
     );
 }
 
-/** The structured error of a failed call, asserting the result shape of results.failure. */
+/**
+ * The error envelope of a failed call, asserting the result shape of results.error-blocks:
+ * no structuredContent, the text `Error [<code>]: <message>`, then the envelope's JSON.
+ */
 export function failure(result, where = '') {
     assert.equal(result.isError, true, `${where}: expected a failure, got ${JSON.stringify(result)}`);
-    const sc = result.structuredContent;
-    assert.ok(sc && typeof sc.code === 'string', `${where}: failure without structuredContent.code: ${JSON.stringify(result)}`);
-    const text = result.content?.find((b) => b.type === 'text')?.text ?? '';
-    assert.ok(text.startsWith(`Error [${sc.code}]: `), `${where}: text block does not open with Error [${sc.code}]: ${text}`);
-    return sc;
+    assert.equal(result.structuredContent, undefined, `${where}: a failure with structuredContent: ${JSON.stringify(result)}`);
+    assert.equal(result.content?.length, 2, `${where}: a failure of other than two blocks: ${JSON.stringify(result)}`);
+    const [first, second] = result.content;
+    assert.ok(first.type === 'text' && second.type === 'text', `${where}: non-text blocks: ${JSON.stringify(result)}`);
+    const err = JSON.parse(second.text);
+    assert.ok(typeof err.code === 'string', `${where}: envelope without a code: ${second.text}`);
+    assert.equal(first.text, `Error [${err.code}]: ${err.message}`, `${where}: first block`);
+    assert.ok(first.text.length + second.text.length <= 10_000, `${where}: error text over 10,000 characters`);
+    if (err.recovery?.command && (err.code === 'elicit_required' || err.code === 'approval_not_obtained')) {
+        // r[verify results.error-text.actionable]
+        assert.ok(first.text.includes(err.recovery.command), `${where}: the text an agent sees lacks the command: ${first.text}`);
+        assert.ok(first.text.includes('obsidian-tc pending'), `${where}: the text does not name obsidian-tc pending`);
+    }
+    return err;
 }
 
 /** The structured result of a successful call, asserting the shape of results.success. */
@@ -267,7 +284,9 @@ export function elicitArgv(err) {
     const re = /'([^']*)'|"((?:[^"\\]|\\.)*)"|(\S+)/g;
     let m;
     while ((m = re.exec(command))) words.push(m[1] ?? m[2]?.replace(/\\(.)/g, '$1') ?? m[3]);
-    assert.equal(words[0], 'obsidian-tc', `recovery command does not start with obsidian-tc: ${command}`);
+    // r[verify cli.elicit.command-program]
+    // The e2e binary is not on PATH, so the command names it by its absolute path.
+    assert.equal(words[0], realpathSync(BIN), `recovery command does not name the binary as it can be found: ${command}`);
     assert.equal(words[1], 'elicit', `recovery command is not elicit: ${command}`);
     const flag = (name) => {
         const i = words.indexOf(name);
@@ -277,7 +296,7 @@ export function elicitArgv(err) {
     assert.equal(flag('--state-fp'), err.details.state_fp, `--state-fp differs from details.state_fp: ${command}`);
     assert.equal(flag('--tool'), err.details.tool, `--tool differs from details.tool: ${command}`);
     assert.ok(flag('--caller'), `no --caller in ${command}`);
-    return words.slice(1);
+    return words;
 }
 
 /**
@@ -285,10 +304,12 @@ export function elicitArgv(err) {
  * --cache-dir itself: r[verify cli.elicit.command-works]); returns {code, stdout, stderr}.
  */
 export function runElicit(v, err) {
-    const argv = elicitArgv(err);
+    const [program, ...argv] = elicitArgv(err);
     const flags = placeArgs(v);
     assert.ok(argv.includes(flags[0]) && argv.includes(flags[1]), `the command does not name ${flags.join(' ')}: ${argv.join(' ')}`);
-    return runBin(argv);
+    // r[verify cli.elicit.command-cache-dir]
+    assert.ok(argv.includes('--cache-dir'), `the command does not carry --cache-dir: ${argv.join(' ')}`);
+    return runProgram(program, argv);
 }
 
 export { existsSync, join };
