@@ -1,5 +1,5 @@
 //! `[ocr]` of the configuration file (CONTRACT.md §2; spec/ocr.md `ocr.config.languages`,
-//! `ocr.config.timeout`, `ocr.config.unknown-key`).
+//! `ocr.config.timeout`, `ocr.config.memory`, `ocr.config.unknown-key`).
 //!
 //! The section is read through a raw mirror that denies unknown keys, then validated in
 //! `TryFrom`, so a bad value is refused while the file is parsed, with the key named, like
@@ -21,6 +21,15 @@ pub const MAX_LANGUAGES: usize = 16;
 pub const MAX_LANGUAGE_BYTES: usize = 32;
 /// The longest timeout accepted: one hour.
 pub const MAX_TIMEOUT_SECONDS: i64 = 3600;
+/// The default `ocr.maxMemoryMb`: a 300 dpi page takes tesseract about 50 MB and a poster
+/// a few hundred, while a small PNG that decompresses to a 30,000-pixel square takes it
+/// past 3 GB.
+pub const DEFAULT_MAX_MEMORY_MB: i64 = 1024;
+/// The smallest `ocr.maxMemoryMb` accepted: tesseract with its English model needs about
+/// this much address space to start at all.
+pub const MIN_MAX_MEMORY_MB: i64 = 128;
+/// The largest `ocr.maxMemoryMb` accepted (64 GiB).
+pub const MAX_MAX_MEMORY_MB: i64 = 65_536;
 
 /// The programs `ocr_bulk` runs (each a child process, never a shell).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,6 +60,8 @@ pub struct OcrConfig {
     languages: Vec<String>,
     /// `timeoutSeconds`: how long one engine run may take before it is killed.
     timeout_seconds: i64,
+    /// `maxMemoryMb`: the address space each engine process may map, in MiB.
+    max_memory_mb: i64,
     engines: Engines,
 }
 
@@ -59,6 +70,7 @@ impl Default for OcrConfig {
         OcrConfig {
             languages: DEFAULT_LANGUAGES.iter().map(|l| (*l).to_owned()).collect(),
             timeout_seconds: DEFAULT_TIMEOUT_SECONDS,
+            max_memory_mb: DEFAULT_MAX_MEMORY_MB,
             engines: Engines::default(),
         }
     }
@@ -72,6 +84,8 @@ struct RawOcrConfig {
     languages: Vec<String>,
     #[serde(default = "default_timeout")]
     timeout_seconds: i64,
+    #[serde(default = "default_max_memory")]
+    max_memory_mb: i64,
 }
 
 fn default_languages() -> Vec<String> {
@@ -80,6 +94,10 @@ fn default_languages() -> Vec<String> {
 
 fn default_timeout() -> i64 {
     DEFAULT_TIMEOUT_SECONDS
+}
+
+fn default_max_memory() -> i64 {
+    DEFAULT_MAX_MEMORY_MB
 }
 
 /// A value of `[ocr]` that cannot be used.
@@ -95,7 +113,7 @@ impl TryFrom<RawOcrConfig> for OcrConfig {
     type Error = OcrConfigError;
 
     fn try_from(raw: RawOcrConfig) -> Result<Self, OcrConfigError> {
-        OcrConfig::new(raw.languages, raw.timeout_seconds)
+        OcrConfig::new(raw.languages, raw.timeout_seconds)?.with_max_memory_mb(raw.max_memory_mb)
     }
 }
 
@@ -151,8 +169,24 @@ impl OcrConfig {
         Ok(OcrConfig {
             languages,
             timeout_seconds,
+            max_memory_mb: DEFAULT_MAX_MEMORY_MB,
             engines: Engines::default(),
         })
+    }
+
+    // r[impl ocr.config.memory]
+    /// The same configuration with engines limited to `mb` MiB of address space each.
+    pub fn with_max_memory_mb(mut self, mb: i64) -> Result<Self, OcrConfigError> {
+        if !(MIN_MAX_MEMORY_MB..=MAX_MAX_MEMORY_MB).contains(&mb) {
+            return Err(OcrConfigError {
+                key: "maxMemoryMb".into(),
+                problem: format!(
+                    "must be between {MIN_MAX_MEMORY_MB} and {MAX_MAX_MEMORY_MB} (MiB), not {mb}"
+                ),
+            });
+        }
+        self.max_memory_mb = mb;
+        Ok(self)
     }
 
     /// The same configuration running these programs.
@@ -176,6 +210,18 @@ impl OcrConfig {
 
     pub fn timeout_seconds(&self) -> i64 {
         self.timeout_seconds
+    }
+
+    pub fn max_memory_mb(&self) -> i64 {
+        self.max_memory_mb
+    }
+
+    /// What one engine run may use: the timeout and the memory cap.
+    pub fn limits(&self) -> crate::engine::Limits {
+        crate::engine::Limits {
+            timeout: self.timeout(),
+            memory_bytes: self.max_memory_mb.unsigned_abs() * crate::engine::MIB,
+        }
     }
 
     pub fn engines(&self) -> &Engines {
@@ -202,18 +248,26 @@ mod tests {
 
     // r[verify ocr.config.languages]
     // r[verify ocr.config.timeout]
+    // r[verify ocr.config.memory]
     #[test]
     fn defaults_and_values_as_written() {
         let default = parse("").unwrap();
         assert_eq!(default.languages(), ["eng"]);
         assert_eq!(default.timeout_seconds(), 30);
-        let set = parse("[ocr]\nlanguages = [\"eng\", \"chi_sim\"]\ntimeoutSeconds = 5\n").unwrap();
+        assert_eq!(default.max_memory_mb(), 1024);
+        assert_eq!(default.limits().memory_bytes, 1024 * 1024 * 1024);
+        let set = parse(
+            "[ocr]\nlanguages = [\"eng\", \"chi_sim\"]\ntimeoutSeconds = 5\nmaxMemoryMb = 300\n",
+        )
+        .unwrap();
         assert_eq!(set.language_arg(), "eng+chi_sim");
         assert_eq!(set.timeout(), std::time::Duration::from_secs(5));
+        assert_eq!(set.limits().memory_bytes, 300 * 1024 * 1024);
     }
 
     // r[verify ocr.config.languages]
     // r[verify ocr.config.timeout]
+    // r[verify ocr.config.memory]
     #[test]
     fn bad_values_are_refused_naming_the_key() {
         for (text, key) in [
@@ -229,6 +283,9 @@ mod tests {
             ),
             ("[ocr]\ntimeoutSeconds = 0\n", "ocr.timeoutSeconds"),
             ("[ocr]\ntimeoutSeconds = -3\n", "ocr.timeoutSeconds"),
+            ("[ocr]\nmaxMemoryMb = 64\n", "ocr.maxMemoryMb"),
+            ("[ocr]\nmaxMemoryMb = 100000\n", "ocr.maxMemoryMb"),
+            ("[ocr]\nmaxMemoryMb = 1.5\n", "maxMemoryMb"),
         ] {
             let error = parse(text).unwrap_err();
             assert!(error.contains(key), "{text}: {error}");

@@ -1,8 +1,9 @@
 //! tc-ocr: `ocr_bulk`, the text of the vault's scans and PDFs read on the server host
 //! (CONTRACT.md §2 `[ocr]`, §3; spec/ocr.md; spec/drift.md `drift.bind.ocr-bulk`).
 //!
-//! - [`config`]: `[ocr]` (`languages`, `timeoutSeconds`), validated while it is parsed;
-//! - [`engine`]: tesseract and poppler as child processes, no shell, killed at the timeout;
+//! - [`config`]: `[ocr]` (`languages`, `timeoutSeconds`, `maxMemoryMb`), validated while it is parsed;
+//! - [`engine`]: tesseract and poppler as child processes, no shell, each in a process group
+//!   killed at the timeout, their memory capped;
 //! - [`recognize`]: one file's text (an image through tesseract; a PDF's text layer through
 //!   `pdftotext`, a page without one rendered by `pdftoppm` and read by tesseract);
 //! - [`cache`]: tc-ocr's table in cache.db, text by content hash and languages;

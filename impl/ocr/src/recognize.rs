@@ -97,7 +97,7 @@ fn tesseract(config: &OcrConfig, image: &Path) -> Result<String, EngineError> {
     engine::check_languages(
         &config.engines().tesseract,
         config.languages(),
-        config.timeout(),
+        config.limits(),
     )?;
     let languages = config.language_arg();
     let out = engine::run(
@@ -109,7 +109,7 @@ fn tesseract(config: &OcrConfig, image: &Path) -> Result<String, EngineError> {
             "-l".as_ref(),
             languages.as_ref(),
         ],
-        config.timeout(),
+        config.limits(),
     )?;
     Ok(String::from_utf8_lossy(&out).trim_end().to_owned())
 }
@@ -131,7 +131,7 @@ fn pdf(
             file.as_os_str(),
             "-".as_ref(),
         ],
-        config.timeout(),
+        config.limits(),
     )?;
     let text = String::from_utf8_lossy(&out);
     let mut pages: Vec<String> = text.split('\u{c}').map(str::to_owned).collect();
@@ -176,7 +176,7 @@ fn pdf(
                 file.as_os_str(),
                 stem.as_os_str(),
             ],
-            config.timeout(),
+            config.limits(),
         )?;
         let image = stem.with_extension("png");
         let recognized = tesseract(config, &image);

@@ -199,7 +199,7 @@ impl OcrBulk {
                 }));
             }
             if engine == Engine::Tesseract && self.languages_checked.get().is_none() {
-                engine::check_languages(program, self.config.languages(), self.config.timeout())
+                engine::check_languages(program, self.config.languages(), self.config.limits())
                     .map_err(|e| unavailable(&e))?;
                 let _ = self.languages_checked.set(());
             }

@@ -219,6 +219,72 @@ fn an_engine_past_the_timeout_is_killed_and_that_file_reported() {
     );
 }
 
+/// A stand-in for tesseract: answers `--list-langs` with `eng`, else runs `body` (sh).
+fn fake_tesseract(dir: &std::path::Path, body: &str) -> std::path::PathBuf {
+    let path = dir.join("fake-tesseract");
+    std::fs::write(
+        &path,
+        format!(
+            "#!/bin/sh\n[ \"$1\" = --list-langs ] && {{ echo 'List of available languages in \"x\" (1):'; echo eng; exit 0; }}\n{body}\n"
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+// r[verify ocr.engine.group]
+// r[verify ocr.engine.timeout]
+#[test]
+fn a_wrapper_whose_child_holds_the_pipe_is_stopped_at_the_deadline() {
+    // No `exec`: the shell forks `sleep`, which keeps stdout open after the shell is killed.
+    let dir = tempfile::tempdir().unwrap();
+    let wrapper = fake_tesseract(dir.path(), "sleep 30\necho never");
+    let config = tc_ocr::OcrConfig::new(vec!["eng".into()], 1)
+        .unwrap()
+        .with_engines(tc_ocr::Engines {
+            tesseract: wrapper,
+            ..tc_ocr::Engines::default()
+        });
+    let fx = fx_with(config);
+    put_bytes(&fx, "x.png", &text_png(&["hello"]));
+    let started = Instant::now();
+    let result = approved(&fx, &json!({"paths": ["x.png"]}));
+    assert!(started.elapsed().as_secs() < 10, "{:?}", started.elapsed());
+    assert_eq!(result["errors"][0]["code"], "operation_timeout", "{result}");
+}
+
+// r[verify ocr.engine.memory]
+// r[verify ocr.per-file-errors]
+#[test]
+fn an_image_that_decompresses_past_the_memory_cap_fails_alone() {
+    // A blank page at 500 dpi: a PNG of a few KB that tesseract holds as 23 million pixels
+    // (about 300 MB); at 128 MB it fails, while a page at 150 dpi is read.
+    let config = tc_ocr::OcrConfig::new(vec!["eng".into()], 60)
+        .unwrap()
+        .with_max_memory_mb(128)
+        .unwrap();
+    let fx = fx_with(config);
+    put_bytes(
+        &fx,
+        "bomb.png",
+        &render(&pdf(&[Page::Text(&[])]), 500, true),
+    );
+    put_bytes(&fx, "fine.png", &text_png(&["Quartz harbor lantern"]));
+    let result = approved(&fx, &json!({"paths": ["bomb.png", "fine.png"]}));
+    assert_words(
+        file(&result, "fine.png")["text"].as_str().unwrap(),
+        &["quartz", "harbor", "lantern"],
+    );
+    let errors = result["errors"].as_array().unwrap();
+    assert_eq!(errors.len(), 1, "{result}");
+    assert_eq!(errors[0]["path"], "bomb.png");
+    assert_eq!(errors[0]["code"], "ocr_failed");
+    let message = errors[0]["message"].as_str().unwrap();
+    assert!(message.contains("ocr.maxMemoryMb"), "{message}");
+}
+
 // r[verify ocr.candidates.root]
 // r[verify ocr.candidates.hidden]
 #[test]
