@@ -1,12 +1,14 @@
 //! `git_commit` (spec/git.md `git.commit`, `git.commit.exact`, `git.commit.conflicted`,
 //! `git.commit.nothing-staged`, `git.commit.identity`, `git.commit.head-moved`,
-//! `git.commit.binding`, `git.commit.acl`, `git.commit.summary`, `git.no-repo`; spec/drift.md
-//! `drift.bind.git-commit`, `drift.residual.remote-git`).
+//! `git.commit.binding`, `git.commit.acl`, `git.commit.summary`, `git.commit.locked`,
+//! `git.commit.locked-after-approval`, `git.no-repo`; spec/drift.md `drift.bind.git-commit`,
+//! `drift.residual.remote-git`).
 //!
 //! Always gated, bound to a custom target: HEAD and the index entries (see [`crate::binding`]).
-//! Everything that would make the commit fail for certain (no repository, a conflicted
-//! index, nothing staged, no author or committer) is refused before the confirmation is
-//! asked for. The handler reads the index again and refuses with `replay_drift` if it is not
+//! Everything that would make the commit fail for certain (no repository, a lock file left
+//! in the repository, a conflicted index, nothing staged, no author or committer) is refused
+//! before the confirmation is asked for, so the human never approves a commit that cannot
+//! happen. The handler reads the index again and refuses with `replay_drift` if it is not
 //! the one approved, writes the tree of exactly those entries, and moves HEAD's branch with
 //! a compare-and-swap from the approved parent, so a HEAD moved by anyone meanwhile gives
 //! `git_head_moved` and never a commit on another parent.
@@ -30,6 +32,10 @@ use tc_vault::path::VaultPath;
 use crate::binding;
 use crate::identity::identity;
 use crate::repo::{self, GitOptions, HeadState, StagedChange, failed};
+
+/// What a lock found after the approval means for the call.
+const LOCKED_AFTER_APPROVAL: &str =
+    "nothing was committed, and the approval is spent: ask for a fresh one once the lock is gone";
 
 /// The longest commit message taken.
 pub const MAX_MESSAGE_BYTES: usize = 65_536;
@@ -168,6 +174,10 @@ pub fn commit_approved(
     if &binding::fingerprint(&now, &index) != approved_fp {
         return Err(changed_after_approval());
     }
+    // r[impl git.commit.locked-after-approval]
+    if let Some(lock) = repo::held_lock(repo, &now) {
+        return Err(repo::locked(&lock, LOCKED_AFTER_APPROVAL));
+    }
     let who = identity(repo)?;
     // r[impl git.commit.exact]
     let tree = write_tree(repo, &index)?;
@@ -185,6 +195,9 @@ pub fn commit_approved(
             let after = repo::head(repo)?;
             if after != approved.head {
                 Err(head_moved(&approved.head, &after))
+            } else if let Some(lock) = repo::held_lock(repo, &after) {
+                // Taken by another git process between the check above and the move.
+                Err(repo::locked(&lock, LOCKED_AFTER_APPROVAL))
             } else {
                 Err(failed("moving the branch to the new commit"))
             }
@@ -233,7 +246,14 @@ impl Tool for GitCommit {
 
     fn precheck(&self, cx: &ToolCx<'_>, _args: &GitCommitArgs) -> Result<Precheck, ToolError> {
         let repo = repo::open(cx.vault().root().path(), &self.options)?;
-        let (_, index, changes) = plan(&repo)?;
+        let (head, index, changes) = plan(&repo)?;
+        // r[impl git.commit.locked]
+        if let Some(lock) = repo::held_lock(&repo, &head) {
+            return Err(repo::locked(
+                &lock,
+                "nothing can be committed until it is gone, so no confirmation is asked for",
+            ));
+        }
         // r[impl git.commit.conflicted]
         let conflicts = repo::conflicted_paths(&index);
         if !conflicts.is_empty() {

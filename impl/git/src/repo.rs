@@ -1,6 +1,6 @@
 //! The vault's own repository: how it is found, what HEAD and the index say, and the errors
 //! every git tool shares (spec/git.md `git.repo.own`, `git.repo.enclosing`, `git.no-repo`,
-//! `git.paths.hidden`, `git.commit.identity`).
+//! `git.paths.hidden`, `git.commit.identity`, `git.commit.locked`).
 //!
 //! The repository is the one whose work tree is the vault root itself (`<root>/.git`, a
 //! folder or a `gitdir:` file). A vault that is only a subfolder of a larger work tree has no
@@ -11,7 +11,7 @@
 //! Each call opens the repository afresh, so what a step sees is the disk now, never a
 //! cached index or HEAD from an earlier call.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use gix::bstr::{BStr, ByteSlice};
 use gix::hash::ObjectId;
@@ -102,6 +102,45 @@ pub fn open(root: &Path, options: &GitOptions) -> Result<gix::Repository, ToolEr
             .and_then(|repo| repo.workdir().map(Path::to_path_buf))
     });
     Err(no_repo(&canonical_root, enclosing.as_deref()))
+}
+
+// r[impl git.commit.locked]
+/// The first lock file a commit on `head` would be stopped by, when one exists: the index's
+/// (another git process is writing the index that is about to be committed), `HEAD`'s, and
+/// that of the branch HEAD names. A git process that crashed leaves its lock behind, and
+/// every later attempt fails on it until someone removes it.
+pub fn held_lock(repo: &gix::Repository, head: &HeadState) -> Option<PathBuf> {
+    let mut index_lock = repo.index_path().into_os_string();
+    index_lock.push(".lock");
+    let mut locks = vec![PathBuf::from(index_lock), repo.git_dir().join("HEAD.lock")];
+    if let Some(reference) = &head.reference {
+        // A branch's loose file lives in the common dir (shared by linked worktrees).
+        locks.push(repo.common_dir().join(format!("{reference}.lock")));
+    }
+    locks
+        .into_iter()
+        .find(|lock| std::fs::symlink_metadata(lock).is_ok())
+}
+
+/// `git_locked` for `lock`, saying how to clear it.
+pub fn locked(lock: &Path, what: &str) -> ToolError {
+    ToolError::new(
+        ErrorCode::GitLocked,
+        format!(
+            "the vault's git repository is locked: {} exists (another git process is at work, \
+             or one crashed and left it behind); {what}",
+            lock.display()
+        ),
+    )
+    .with_details(json!({"lock": lock.display().to_string()}))
+    .with_recovery(
+        format!(
+            "wait for the other git command to finish; if no git process is running in the \
+             vault's repository, remove {} on the server host; then send the call again",
+            lock.display()
+        ),
+        None,
+    )
 }
 
 // r[impl git.paths.hidden]

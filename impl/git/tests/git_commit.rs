@@ -207,6 +207,133 @@ fn head_moved_before_the_redemption_is_drift_and_nothing_is_committed() {
     assert_eq!(last_subject(&fx), "moved");
 }
 
+// r[verify git.commit.locked]
+#[test]
+fn a_lock_left_in_the_repository_is_git_locked_before_the_gate() {
+    for lock in [
+        ".git/HEAD.lock",
+        ".git/index.lock",
+        ".git/refs/heads/main.lock",
+    ] {
+        let fx = Fx::<Git>::new();
+        staged_change(&fx);
+        // What a git process that crashed leaves behind.
+        std::fs::write(fx.root.join(lock), "").unwrap();
+        let refusal = fx.call("git_commit", commit_args(MESSAGE)).unwrap_err();
+        assert_eq!(refusal.code, ErrorCode::GitLocked, "{lock}: {refusal}");
+        assert!(refusal.message.contains(lock), "{lock}: {refusal}");
+        let recovery = refusal.to_structured()["recovery"]["instruction"].to_string();
+        assert!(
+            recovery.contains("if no git process is running") && recovery.contains(lock),
+            "{recovery}"
+        );
+        let named = refusal.details.as_ref().unwrap()["lock"].as_str().unwrap();
+        assert!(named.ends_with(lock), "{named}");
+        assert_eq!(fx.requested(), 0, "{lock}: no confirmation is asked for");
+        assert_eq!(last_subject(&fx), "first");
+        // Once the stale lock is removed, the commit goes through.
+        std::fs::remove_file(fx.root.join(lock)).unwrap();
+        let token = fx.require("git_commit", &commit_args(MESSAGE));
+        fx.call("git_commit", with_token(&commit_args(MESSAGE), &token))
+            .unwrap_or_else(|e| panic!("{lock}: {e}"));
+        assert_eq!(last_subject(&fx), "Vault notes of today");
+    }
+}
+
+// r[verify git.commit.locked]
+#[test]
+fn a_lock_in_a_separate_git_dir_is_found_there() {
+    let fx = Fx::<Git>::new();
+    let outside = tempfile::tempdir().unwrap();
+    let git_dir = outside.path().join("vault.git");
+    git(
+        &fx.root,
+        &[
+            "init",
+            "-q",
+            "-b",
+            "main",
+            "--separate-git-dir",
+            git_dir.to_str().unwrap(),
+        ],
+    );
+    git(&fx.root, &["config", "user.name", "Vault Tester"]);
+    git(
+        &fx.root,
+        &["config", "user.email", "tester@example.invalid"],
+    );
+    fx.put("notes/a.md", "one\n");
+    git(&fx.root, &["add", "notes/a.md"]);
+    std::fs::write(git_dir.join("HEAD.lock"), "").unwrap();
+    let refusal = fx.call("git_commit", commit_args(MESSAGE)).unwrap_err();
+    assert_eq!(refusal.code, ErrorCode::GitLocked, "{refusal}");
+    assert!(
+        refusal
+            .message
+            .contains(&git_dir.join("HEAD.lock").display().to_string()),
+        "{refusal}"
+    );
+    assert_eq!(fx.requested(), 0);
+}
+
+// r[verify git.commit.locked]
+#[test]
+fn a_lock_present_at_the_redemption_spends_no_token() {
+    let fx = Fx::<Git>::new();
+    staged_change(&fx);
+    let token = fx.require("git_commit", &commit_args(MESSAGE));
+    std::fs::write(fx.root.join(".git/HEAD.lock"), "").unwrap();
+    // The precheck runs again on the approved call, before the token is redeemed.
+    let refusal = fx
+        .call("git_commit", with_token(&commit_args(MESSAGE), &token))
+        .unwrap_err();
+    assert_eq!(refusal.code, ErrorCode::GitLocked, "{refusal}");
+    std::fs::remove_file(fx.root.join(".git/HEAD.lock")).unwrap();
+    fx.call("git_commit", with_token(&commit_args(MESSAGE), &token))
+        .unwrap_or_else(|e| panic!("the same token commits once the lock is gone: {e}"));
+    assert_eq!(last_subject(&fx), "Vault notes of today");
+}
+
+// r[verify git.commit.locked-after-approval]
+#[test]
+fn a_lock_taken_between_the_precheck_and_the_handler_is_git_locked_and_the_token_stays_spent() {
+    for lock in [
+        ".git/HEAD.lock",
+        ".git/index.lock",
+        ".git/refs/heads/main.lock",
+    ] {
+        let fx = Fx::<Git>::new();
+        staged_change(&fx);
+        let token = fx.require("git_commit", &commit_args(MESSAGE));
+        let args = with_token(&commit_args(MESSAGE), &token);
+        let prepared = fx
+            .pipeline
+            .prepare(&tc_tools::testing::caller(), "git_commit", &args)
+            .unwrap();
+        // Another git process takes its lock after the precheck passed.
+        std::fs::write(fx.root.join(lock), "").unwrap();
+        let refusal = fx
+            .pipeline
+            .execute(
+                &prepared,
+                prepared.token_approval(),
+                &tc_tools::CallControl::default(),
+            )
+            .unwrap_err();
+        assert_eq!(refusal.code, ErrorCode::GitLocked, "{lock}: {refusal}");
+        assert!(refusal.message.contains(lock), "{refusal}");
+        assert!(refusal.message.contains("spent"), "{refusal}");
+        assert_eq!(last_subject(&fx), "first", "nothing committed");
+        assert_eq!(porcelain(&fx.root), ["M  notes/a.md"]);
+        // An error the handler raised itself: the token is not given back.
+        assert_eq!(fx.released(), 0);
+        std::fs::remove_file(fx.root.join(lock)).unwrap();
+        let again = fx.call("git_commit", args).unwrap_err();
+        assert_eq!(again.code, ErrorCode::ElicitRequired, "{again}");
+        assert_eq!(again.details.as_ref().unwrap()["token_rejected"], "spent");
+    }
+}
+
 // r[verify git.commit.conflicted]
 #[test]
 fn a_conflicted_index_is_refused_before_the_gate() {
