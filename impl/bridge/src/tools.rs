@@ -120,12 +120,10 @@ impl Tool for ExecuteCommand {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "execute_command",
-            description: "Run an Obsidian command (command palette id) in the vault's running \
-                Obsidian, through the Local REST API plugin. Refused unless [vaults.commands] \
-                enabled = true and the id is on its allowlist exactly. Always asks for the \
-                human's confirmation, which binds on the arguments alone: the effect happens \
-                inside Obsidian, where the server cannot observe it. Never retried: a timeout or \
-                a 5xx after the request was sent is operation_timeout (it may have run).",
+            description: "Run an Obsidian command (command palette id) in the running Obsidian, \
+                through the Local REST API plugin; only with [vaults.commands] enabled and the \
+                id allowlisted. Always asks the human (bound to the arguments: its effect is \
+                inside Obsidian). Never retried: operation_timeout means it may have run.",
             annotations: ACTS_IN_OBSIDIAN,
             scope: "execute:command",
             changes_notes: false,
@@ -261,12 +259,10 @@ impl Tool for TriggerQuickadd {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "trigger_quickadd",
-            description: "Run a QuickAdd choice by name with its variables in the vault's \
-                running Obsidian, through the obsidian-tc companion plugin on the Local REST \
-                API. Always asks for the human's confirmation, which binds on the arguments \
-                alone: the effect happens inside Obsidian, where the server cannot observe it. \
-                Never retried: a timeout or a 5xx after the request was sent is \
-                operation_timeout (it may have run).",
+            description: "Run a QuickAdd choice by name with its variables in the running \
+                Obsidian, through the obsidian-tc companion plugin. Always asks the human (bound \
+                to the arguments: its effect is inside Obsidian). Never retried: \
+                operation_timeout means it may have run.",
             annotations: ACTS_IN_OBSIDIAN,
             scope: "execute:quickadd",
             changes_notes: false,

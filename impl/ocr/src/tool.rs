@@ -47,8 +47,8 @@ pub struct OcrBulkArgs {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 1000), inner(length(max = 4096)))]
     pub paths: Option<Vec<String>>,
-    /// Read every file under this folder (recursively, "" for the whole vault) whose
-    /// extension is in extensions and that the caller may read. Give exactly one of paths and root.
+    /// Read every file with one of the extensions under this folder ("" = the whole vault).
+    /// Give exactly one of paths and root.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 4096))]
     pub root: Option<String>,
@@ -347,7 +347,7 @@ impl Tool for OcrBulk {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "ocr_bulk",
-            description: "Read the text of PDFs and images in the vault: give paths, or root (a folder, \"\" for the whole vault) with extensions, exactly one of paths and root. PDFs give their text layer (pages without one are OCR'd); images go through tesseract with the configured ocr.languages. Results are cached by content, so a second call is instant unless force is true. Always needs the human's confirmation, which is bound to exactly the files it would read. Each text is cut to its share of the response cap (truncated, text_bytes); a file that fails is listed in errors.",
+            description: "Read the text of PDFs and images in the vault (PDF text layer, else tesseract OCR): give paths or root, exactly one. Cached by content unless force. Always asks the human, bound to exactly the files it reads. Long texts are cut to fit the response cap; failures are listed in errors.",
             annotations: Annotations::READS,
             scope: "read:ocr",
             changes_notes: false,

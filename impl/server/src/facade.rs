@@ -8,7 +8,9 @@
 //! the named tool's by construction. What the facade adds afterwards is words: a
 //! confirmation refusal says to resend through `call_capability` ([`resend_through_facade`]).
 
-use std::collections::{BTreeMap, BTreeSet};
+mod rank;
+
+use std::collections::BTreeSet;
 
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
@@ -59,14 +61,14 @@ pub(crate) enum Dispatch {
 #[derive(Debug)]
 pub struct Facade {
     mode: FacadeMode,
-    index: Bm25,
+    index: rank::ToolIndex,
 }
 
 impl Facade {
     pub fn new(mode: FacadeMode, registry: &Registry) -> Self {
         Facade {
             mode,
-            index: Bm25::over(registry.iter().map(|def| def.as_ref())),
+            index: rank::ToolIndex::over(registry.iter().map(|def| def.as_ref())),
         }
     }
 
@@ -355,108 +357,9 @@ fn call_entry() -> Value {
     })
 }
 
-/// BM25 (k1 = 1.2, b = 0.75) over each tool's name words (twice) and description words.
-/// The registry is a few dozen short documents: an in-memory index built once beats a
-/// search engine, and ranking a query is microseconds.
-#[derive(Debug, Default)]
-struct Bm25 {
-    docs: Vec<(String, BTreeMap<String, u32>, u32)>,
-    document_frequency: BTreeMap<String, u32>,
-    average_length: f64,
-}
-
-impl Bm25 {
-    const K1: f64 = 1.2;
-    const B: f64 = 0.75;
-
-    fn over<'a>(defs: impl Iterator<Item = &'a ToolDef>) -> Self {
-        let mut index = Bm25::default();
-        for def in defs {
-            let mut terms: BTreeMap<String, u32> = BTreeMap::new();
-            let mut length = 0;
-            let name_words = words(&def.name);
-            for word in name_words.iter().chain(name_words.iter()) {
-                *terms.entry(word.clone()).or_default() += 1;
-                length += 1;
-            }
-            for word in words(&def.description) {
-                *terms.entry(word).or_default() += 1;
-                length += 1;
-            }
-            for term in terms.keys() {
-                *index.document_frequency.entry(term.clone()).or_default() += 1;
-            }
-            index.docs.push((def.name.clone(), terms, length));
-        }
-        let total: u32 = index.docs.iter().map(|(_, _, length)| length).sum();
-        index.average_length = if index.docs.is_empty() {
-            1.0
-        } else {
-            f64::from(total) / index.docs.len() as f64
-        };
-        index
-    }
-
-    /// The documents among `visible` that match `query`, best first (ties by name); a query
-    /// of no words matches every visible document with score 0, by name.
-    fn rank<'a>(&'a self, query: &str, visible: &BTreeSet<&str>) -> Vec<(&'a str, f64)> {
-        let query_words: BTreeSet<String> = words(query).into_iter().collect();
-        let count = self.docs.len() as f64;
-        let mut ranked: Vec<(&str, f64)> = self
-            .docs
-            .iter()
-            .filter(|(name, _, _)| visible.contains(name.as_str()))
-            .filter_map(|(name, terms, length)| {
-                if query_words.is_empty() {
-                    return Some((name.as_str(), 0.0));
-                }
-                let norm =
-                    Self::K1 * (1.0 - Self::B + Self::B * f64::from(*length) / self.average_length);
-                let score: f64 = query_words
-                    .iter()
-                    .filter_map(|word| {
-                        let tf = f64::from(*terms.get(word)?);
-                        let df = f64::from(self.document_frequency[word]);
-                        let idf = ((count - df + 0.5) / (df + 0.5) + 1.0).ln();
-                        Some(idf * tf * (Self::K1 + 1.0) / (tf + norm))
-                    })
-                    .sum();
-                (score > 0.0).then_some((name.as_str(), score))
-            })
-            .collect();
-        ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(b.0)));
-        ranked
-    }
-}
-
-/// Lowercase words of letters and digits, a plural `s` folded away so `notes` finds
-/// `note`; `move_note` is `move`, `note`.
-fn words(text: &str) -> Vec<String> {
-    text.split(|c: char| !c.is_alphanumeric())
-        .filter(|word| !word.is_empty())
-        .map(|word| {
-            let word = word.to_lowercase();
-            match word.strip_suffix('s') {
-                Some(stem) if stem.len() > 2 && !stem.ends_with('s') => stem.to_owned(),
-                _ => word,
-            }
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn words_split_names_and_prose() {
-        assert_eq!(words("move_note"), vec!["move", "note"]);
-        assert_eq!(
-            words("Find the Notes links, access"),
-            vec!["find", "the", "note", "link", "access"]
-        );
-        assert!(words("  -- ").is_empty());
-    }
 
     fn notes_registry() -> Registry {
         let mut registry = Registry::new();

@@ -14,15 +14,17 @@
 
 use schemars::generate::SchemaSettings;
 use schemars::{JsonSchema, SchemaGenerator};
+use std::collections::BTreeSet;
+
 use serde_json::{Map, Value, json};
 
 use crate::error::{ErrorCode, ToolError, cut_text};
 
 /// The description of the common `vault` argument.
-pub const VAULT_DESCRIPTION: &str =
-    "The id of a configured vault; may be omitted when one vault is served.";
+pub const VAULT_DESCRIPTION: &str = "Vault id; optional when one vault is served.";
 /// The description of the common `elicit_token` argument.
-pub const ELICIT_TOKEN_DESCRIPTION: &str = "A confirmation token minted by `obsidian-tc elicit` for this exact call. Only a human operator can mint one.";
+pub const ELICIT_TOKEN_DESCRIPTION: &str =
+    "Token from `obsidian-tc elicit` for this exact call; only a human can mint one.";
 
 fn generator() -> SchemaGenerator {
     SchemaSettings::draft2020_12()
@@ -118,7 +120,7 @@ pub fn input_schema<A: JsonSchema>(gated: bool) -> Value {
         _ => Map::new(),
     };
     for property in properties.values_mut() {
-        without_null(property);
+        strict_types(property);
     }
     properties.insert(
         "vault".into(),
@@ -131,18 +133,135 @@ pub fn input_schema<A: JsonSchema>(gated: bool) -> Value {
         );
     }
     map.insert("properties".into(), Value::Object(properties));
-    map.entry("required").or_insert_with(|| json!([]));
+    if map
+        .get("required")
+        .is_some_and(|r| r.as_array().is_some_and(Vec::is_empty))
+    {
+        map.remove("required");
+    }
     Value::Object(map)
 }
 
-/// The advertised output schema of a tool whose result is `O`.
+// r[impl tools.schema.strict]
+/// An argument's schema, and every schema under it, without `null` in a type: an optional
+/// argument is one that is not required, and strict schema checkers (the Inspector's
+/// `--strict`) flag `["string", "null"]`.
+fn strict_types(schema: &mut Value) {
+    without_null(schema);
+    consts_as_enum(schema);
+    if let Some(Value::Array(values)) = schema.get_mut("enum") {
+        values.retain(|v| !v.is_null());
+    }
+    match schema {
+        Value::Object(map) => {
+            for (key, inner) in map.iter_mut() {
+                match key.as_str() {
+                    "properties" => {
+                        if let Value::Object(properties) = inner {
+                            properties.values_mut().for_each(strict_types);
+                        }
+                    }
+                    "items" | "additionalProperties" => strict_types(inner),
+                    _ => {}
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(strict_types),
+        _ => {}
+    }
+}
+
+/// A `oneOf` of documented constants (what schemars makes of a Rust enum with doc comments)
+/// as a plain `enum` of the same values: the same constraint in a tenth of the bytes, read by
+/// every client; the values' prose is the argument's description's to give.
+fn consts_as_enum(schema: &mut Value) {
+    let Value::Object(map) = schema else { return };
+    let Some(Value::Array(branches)) = map.get("oneOf") else {
+        return;
+    };
+    let consts: Option<Vec<(Value, Option<Value>)>> = branches
+        .iter()
+        .map(|branch| {
+            let value = branch.get("const")?.clone();
+            Some((value, branch.get("type").cloned()))
+        })
+        .collect();
+    let Some(consts) = consts else { return };
+    let types: BTreeSet<String> = consts
+        .iter()
+        .filter_map(|(_, t)| t.as_ref().map(Value::to_string))
+        .collect();
+    map.remove("oneOf");
+    if types.len() == 1
+        && let Some(Some(one)) = consts.first().map(|(_, t)| t.clone())
+    {
+        map.entry("type").or_insert(one);
+    }
+    map.insert(
+        "enum".into(),
+        Value::Array(consts.into_iter().map(|(value, _)| value).collect()),
+    );
+}
+
+/// How deep an output schema states the shape of nested objects: the result object's own
+/// fields and their types (an array's items are typed, an object's fields are not listed).
+const OUTPUT_SCHEMA_DEPTH: usize = 1;
+
+// r[impl tools.list.budget]
+// r[impl tools.schema.strict]
+/// The advertised output schema of a tool whose result is `O`: the shape of its result
+/// without prose (every agent reads every output schema on every session, and the result
+/// itself is self-describing JSON), its own fields with their types, and a nullable field
+/// without a `type` rather than with `[X, "null"]`. A looser schema than the type's is still one
+/// every result satisfies.
 pub fn output_schema<O: JsonSchema>() -> Value {
-    let mut schema = raw_schema::<O>();
+    let mut schema = compact_output(&raw_schema::<O>(), 0);
     if let Value::Object(map) = &mut schema {
-        map.remove("description");
         map.insert("type".into(), json!("object"));
     }
     schema
+}
+
+fn compact_output(schema: &Value, depth: usize) -> Value {
+    let Value::Object(map) = schema else {
+        return schema.clone();
+    };
+    let mut out = Map::new();
+    match map.get("type") {
+        Some(Value::String(one)) => {
+            out.insert("type".into(), json!(one));
+        }
+        // `[X, "null"]` says "X or null": no type at all says as much to a validator.
+        Some(Value::Array(_)) | None => {}
+        Some(other) => {
+            out.insert("type".into(), other.clone());
+        }
+    }
+    if let Some(values) = map.get("enum") {
+        out.insert("enum".into(), values.clone());
+    }
+    if let Some(Value::Object(properties)) = map.get("properties")
+        && depth < OUTPUT_SCHEMA_DEPTH
+    {
+        let compacted: Map<String, Value> = properties
+            .iter()
+            .map(|(name, inner)| (name.clone(), compact_output(inner, depth + 1)))
+            .collect();
+        out.insert("properties".into(), Value::Object(compacted));
+        if let Some(required) = map
+            .get("required")
+            .filter(|r| r.as_array().is_some_and(|a| !a.is_empty()))
+        {
+            out.insert("required".into(), required.clone());
+        }
+    }
+    if let Some(items) = map.get("items") {
+        // An array's items are one level below the array's field.
+        out.insert("items".into(), compact_output(items, depth));
+    }
+    // A value whose schema is an `anyOf`/`oneOf` (a nullable object, a tagged enum) keeps no
+    // constraint: stating its branches would need the combinators flat schemas avoid.
+    Value::Object(out)
 }
 
 /// An input schema that does not compile (a defect of the tool's argument type).

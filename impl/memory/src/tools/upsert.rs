@@ -147,7 +147,7 @@ impl Tool for UpsertEntity {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "upsert_entity",
-            description: "Create an entity of the agent's memory (identified by type and name), or add observations to it. Unless materialize is false, the entity is kept as a note under the vault's memory folder; a person's additions to that note outside its memory section are kept.",
+            description: "Create an entity of the agent's memory (identified by type and name) or add observations to it; unless materialize is false it is kept as a note under the memory folder, where a person's own additions are kept.",
             annotations: Annotations::writes(false, true),
             scope: "write:memory",
             changes_notes: true,

@@ -112,7 +112,7 @@ impl Tool for SessionRerun {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: SESSION_RERUN,
-            description: "Re-run one of this caller's recorded sessions as the caller rerun:<caller> and report, per call, a verdict (runnable, not_captured, redacted, skipped_changes_vault, refused_by_policy) and a divergence from the recording (none, status, error_code). Calls that change the vault are skipped unless sandbox is true (then they run against a copy of the vault and cache made for the run and deleted after); a call that needs its own confirmation is never run. Always needs the human's confirmation. Sends progress notifications per call.",
+            description: "Re-run one of this caller's recorded sessions and report each call's verdict and divergence from the recording. Calls that change the vault are skipped unless sandbox is true (a throwaway copy of vault and cache); calls needing their own confirmation never run. Always asks the human.",
             annotations: Annotations::writes(false, false),
             scope: "execute:rerun",
             changes_notes: false,
