@@ -3,7 +3,10 @@
 //! removed when the [`Sandbox`] is dropped, whether the run ended or failed.
 //!
 //! The vault is copied file by file (symbolic links are copied as links: one that leads
-//! out of the copy is refused by the vault code there as it is here). The cache is copied
+//! out of the copy is refused by the vault code there as it is here), except its `.git`:
+//! the repository the vault uses may lie outside it, so [`repository`] copies that whole
+//! repository into the sandbox and points the copy's `.git` at it (spec
+//! `sessions.rerun.sandbox.git`). The cache is copied
 //! without its traces, other sandboxes and `cache.db`, which is copied through SQLite's
 //! online backup API from a read-only connection: a raw copy of a live database in WAL
 //! mode can miss committed pages still in its `-wal` file.
@@ -22,6 +25,8 @@ use tc_gate::{CACHE_DB_FILE, Store};
 use crate::config::Config;
 use crate::dispatch::{CoreParts, ServerCore};
 use crate::metrics::Metrics;
+
+mod repository;
 
 /// The folder of the sandboxes under the cache directory.
 pub const SANDBOX_DIR: &str = "sandboxes";
@@ -68,9 +73,17 @@ impl Sandbox {
             }
         };
         let sandbox = Sandbox { dir };
-        copy_tree(vault_root, &sandbox.vault(), &[])?;
-        let skip: Vec<&str> = NOT_COPIED.to_vec();
-        copy_tree(cache_dir, &sandbox.cache(), &skip)?;
+        copy_tree(vault_root, &sandbox.vault(), &|name| name == ".git")?;
+        if let Err(why) = repository::copy_repository(vault_root, &sandbox.vault(), &sandbox.dir) {
+            tracing::warn!(
+                %why,
+                "rerun: the sandbox has no copy of the vault's git repository, so its git tools \
+                 answer git_no_repo"
+            );
+        }
+        copy_tree(cache_dir, &sandbox.cache(), &|name| {
+            NOT_COPIED.contains(&name) || name.starts_with(CACHE_DB_FILE)
+        })?;
         backup_db(
             &cache_dir.join(CACHE_DB_FILE),
             &sandbox.cache().join(CACHE_DB_FILE),
@@ -159,19 +172,15 @@ fn process_alive(pid: i32) -> bool {
 }
 
 /// Copies the tree at `from` to `to` (created 0700), leaving out the top-level entries
-/// named in `skip` and any entry whose name starts with `cache.db` there.
-fn copy_tree(from: &Path, to: &Path, skip: &[&str]) -> io::Result<()> {
+/// whose names `skip` picks.
+fn copy_tree(from: &Path, to: &Path, skip: &dyn Fn(&str) -> bool) -> io::Result<()> {
     tc_gate::private_fs::create_private_dir_all(to)?;
     let mut stack = vec![(from.to_path_buf(), to.to_path_buf(), true)];
     while let Some((src, dst, top)) = stack.pop() {
         for entry in fs::read_dir(&src)? {
             let entry = entry?;
             let name = entry.file_name();
-            let name_text = name.to_string_lossy();
-            if top
-                && !skip.is_empty()
-                && (skip.contains(&name_text.as_ref()) || name_text.starts_with(CACHE_DB_FILE))
-            {
+            if top && skip(&name.to_string_lossy()) {
                 continue;
             }
             let target = dst.join(&name);
