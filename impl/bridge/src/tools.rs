@@ -125,7 +125,7 @@ impl Tool for ExecuteCommand {
                 id allowlisted. Always asks the human (bound to the arguments: its effect is \
                 inside Obsidian). Never retried: operation_timeout means it may have run.",
             annotations: ACTS_IN_OBSIDIAN,
-            scope: "execute:command",
+            scopes: &["execute:command"],
             changes_notes: false,
             gating: Gating::bound_to(ConfirmationTargets::None),
         }
@@ -264,7 +264,7 @@ impl Tool for TriggerQuickadd {
                 to the arguments: its effect is inside Obsidian). Never retried: \
                 operation_timeout means it may have run.",
             annotations: ACTS_IN_OBSIDIAN,
-            scope: "execute:quickadd",
+            scopes: &["execute:quickadd"],
             changes_notes: false,
             gating: Gating::bound_to(ConfirmationTargets::None),
         }
@@ -377,7 +377,7 @@ impl Tool for BridgeStatus {
                 open_world_hint: true,
                 ..Annotations::READS
             },
-            scope: "read:bridge",
+            scopes: &["read:bridge"],
             changes_notes: false,
             gating: Gating::NEVER,
         }

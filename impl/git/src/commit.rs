@@ -225,7 +225,7 @@ impl Tool for GitCommit {
             name: "git_commit",
             description: "Commit exactly what is staged in the vault's git repository, with this message; author and committer come from the repository's git config. Always needs the human's confirmation, which covers HEAD and every staged entry: a change to either before the commit refuses it.",
             annotations: Annotations::writes(false, false),
-            scope: "execute:git",
+            scopes: &["execute:git"],
             changes_notes: false,
             gating: Gating::bound_to(ConfirmationTargets::Custom),
         }

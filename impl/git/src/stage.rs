@@ -292,7 +292,7 @@ impl Tool for GitStage {
             name: "git_stage",
             description: "Stage files of the vault for the next git commit, as `git add <paths>` would (a deleted tracked file stages its deletion). Paths are vault-relative; .obsidian/, .git/ and .trash/ are refused, and each path must be writable under the folder ACL.",
             annotations: Annotations::writes(false, true),
-            scope: "write:git",
+            scopes: &["write:git"],
             changes_notes: false,
             gating: Gating::NEVER,
         }

@@ -242,7 +242,7 @@ impl Tool for GitStatus {
             name: "git_status",
             description: "The vault's git repository: branch, HEAD, staged, conflicted, unstaged and untracked paths (vault-relative; .obsidian/, .git/ and .trash/ left out). The lists are cut to fit one response; `total` gives their full lengths and `truncated` says whether anything was cut.",
             annotations: Annotations::READS,
-            scope: "read:git",
+            scopes: &["read:git"],
             changes_notes: false,
             gating: Gating::NEVER,
         }

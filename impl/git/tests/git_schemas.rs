@@ -50,7 +50,7 @@ fn the_git_tools_declare_scopes_annotations_and_flat_schemas() {
     ];
     for (name, scope, read_only, gated) in expect {
         let def = registry.get(name).unwrap();
-        assert_eq!(def.scope, scope, "{name}");
+        assert_eq!(def.scopes, [scope], "{name}");
         assert_eq!(def.annotations.read_only_hint, read_only, "{name}");
         assert!(!def.annotations.destructive_hint, "{name}");
         assert_eq!(def.gated, gated, "{name}");

@@ -91,7 +91,7 @@ impl Tool for CaptureNote {
             name: "capture_note",
             description: "Stage text (with tags, a source and a target_path_hint) in the vault's capture queue, without touching the vault; commit_capture writes it as a note later.",
             annotations: Annotations::writes(false, false),
-            scope: "write:notes",
+            scopes: &["write:capture"],
             changes_notes: false,
             gating: Gating::NEVER,
         }
@@ -213,7 +213,7 @@ impl Tool for ListCaptures {
             name: LIST_CAPTURES,
             description: "List the vault's staged captures (status pending by default, committed, or all), oldest first, in pages; repeat with cursor = next_cursor until it is null.",
             annotations: Annotations::READS,
-            scope: "read:notes",
+            scopes: &["read:capture"],
             changes_notes: false,
             gating: Gating::NEVER,
         }
@@ -419,7 +419,7 @@ impl Tool for CommitCapture {
             name: "commit_capture",
             description: "Write a staged capture as a note at path (its target_path_hint by default), exactly as write_note would (overwriting a note that has content needs the human's confirmation), and mark it committed.",
             annotations: write.annotations,
-            scope: "write:notes",
+            scopes: &["write:capture", "write:notes"],
             changes_notes: true,
             gating: Gating::bound_to(ConfirmationTargets::PathAcl),
         }

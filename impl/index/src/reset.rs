@@ -144,7 +144,7 @@ impl Tool for ResetVaultCache {
             name: "reset_vault_cache",
             description: "Clear the vault's search chunks (rebuilt from the notes afterwards), stored embeddings and committed captures, as include says (each true by default). Always needs the human's confirmation; the audit log is never cleared.",
             annotations: Annotations::writes(true, false),
-            scope: "admin:vault",
+            scopes: &["admin:vault"],
             changes_notes: false,
             gating: Gating::bound_to(ConfirmationTargets::Custom),
         }

@@ -56,7 +56,7 @@ impl Tool for DeleteNote {
             name: "delete_note",
             description: "Delete a note. Unless permanent, it goes to a snapshot restore_note can bring back. Always needs the human's confirmation.",
             annotations: Annotations::writes(true, true),
-            scope: "write:notes",
+            scopes: &["write:notes", "delete:notes"],
             changes_notes: true,
             gating: Gating::bound_to(ConfirmationTargets::PathAcl),
         }
@@ -164,7 +164,7 @@ impl Tool for RestoreNote {
             name: "restore_note",
             description: "Restore a deleted note from its snapshot (the latest when snapshot_id is absent). Refused if a note is at the path. Always needs the human's confirmation.",
             annotations: Annotations::writes(false, true),
-            scope: "write:notes",
+            scopes: &["write:notes"],
             changes_notes: true,
             gating: Gating::bound_to(ConfirmationTargets::Custom),
         }

@@ -105,7 +105,7 @@ impl Tool for UpdateFrontmatter {
             name: "update_frontmatter",
             description: "Edit a note's YAML frontmatter: merge `data` into it, replace it with `data`, or remove `keys`. replace needs the human's confirmation.",
             annotations: Annotations::writes(true, true),
-            scope: "write:notes",
+            scopes: &["write:notes"],
             changes_notes: true,
             gating: Gating::bound_to(ConfirmationTargets::PathAcl),
         }
@@ -289,7 +289,7 @@ impl Tool for UpdateTask {
             name: "update_task",
             description: "Set the status and/or text of a Tasks-plugin task line (line is 1-based). Reopening a task marked done (✅ date) more than 7 days ago needs the human's confirmation; cancelling or rewriting a task keeps its ✅ date, and text is one line.",
             annotations: Annotations::writes(true, true),
-            scope: "write:notes",
+            scopes: &["write:tasks"],
             changes_notes: true,
             gating: Gating {
                 checks_confirmation_in_handler: true,

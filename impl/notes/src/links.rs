@@ -148,7 +148,7 @@ impl Tool for RewriteLink {
             name: "rewrite_link",
             description: "Rewrite wikilinks and embeds that point at from_target so they point at to_target, in folder (the whole vault when absent). dry_run (default true) only reports; applying needs the human's confirmation.",
             annotations: Annotations::writes(true, true),
-            scope: "write:notes",
+            scopes: &["write:notes"],
             changes_notes: true,
             gating: Gating::bound_to(ConfirmationTargets::Custom),
         }
@@ -401,7 +401,7 @@ impl Tool for PruneHubLinks {
             name: "prune_hub_links",
             description: "Remove from a hub note the links that resolve to no note. dry_run (default true) only reports; removing at least one link needs the human's confirmation.",
             annotations: Annotations::writes(true, true),
-            scope: "write:notes",
+            scopes: &["write:notes"],
             changes_notes: true,
             gating: Gating::bound_to(ConfirmationTargets::Custom),
         }

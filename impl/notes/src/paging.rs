@@ -192,7 +192,7 @@ const fn paging_spec(name: &'static str, description: &'static str) -> ToolSpec 
         name,
         description,
         annotations: Annotations::READS,
-        scope: "read:notes",
+        scopes: &["read:notes"],
         changes_notes: false,
         gating: Gating::NEVER,
     }

@@ -203,7 +203,7 @@ impl Tool for MoveNote {
             name: "move_note",
             description: "Move or rename a note, updating links to it across the vault (update_backlinks). Moving to another folder, or over an existing note, needs the human's confirmation.",
             annotations: Annotations::writes(true, false),
-            scope: "write:notes",
+            scopes: &["write:notes", "delete:notes"],
             changes_notes: true,
             gating: Gating::bound_to(ConfirmationTargets::PathAcl),
         }
@@ -422,7 +422,7 @@ impl Tool for CopyNote {
             name: "copy_note",
             description: "Copy a note. Copying over an existing note (overwrite) needs the human's confirmation.",
             annotations: Annotations::writes(true, true),
-            scope: "write:notes",
+            scopes: &["write:notes"],
             changes_notes: true,
             gating: Gating::bound_to(ConfirmationTargets::PathAcl),
         }

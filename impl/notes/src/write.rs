@@ -131,7 +131,7 @@ impl Tool for WriteNote {
             name: "write_note",
             description: "Write a note. mode: overwrite (default) replaces it, append/prepend add to it, create refuses if it exists. Creates missing folders. Replacing a note that is not empty needs the human's confirmation.",
             annotations: Annotations::writes(true, false),
-            scope: "write:notes",
+            scopes: &["write:notes"],
             changes_notes: true,
             gating: Gating::bound_to(ConfirmationTargets::PathAcl),
         }
@@ -279,7 +279,7 @@ impl Tool for CommitWikiPage {
             name: "commit_wiki_page",
             description: "Write a generated wiki page and seal it. Overwriting a page a person has edited since it was sealed (or a note that was never sealed) needs the human's confirmation.",
             annotations: Annotations::writes(true, true),
-            scope: "write:notes",
+            scopes: &["write:notes"],
             changes_notes: true,
             gating: Gating::bound_to(ConfirmationTargets::Custom),
         }

@@ -326,7 +326,11 @@ fn every_advertised_limit_is_enforced_and_names_the_argument() {
             }
         }
         // Required arguments, and arguments the tool does not take.
-        for required in def.input_schema["required"].as_array().unwrap() {
+        for required in def.input_schema["required"]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
             let mut args = base.clone();
             args.remove(required.as_str().unwrap());
             let error = def.parse_args(&Value::Object(args)).unwrap_err();
@@ -596,7 +600,7 @@ impl tc_tools::Tool for SeesCancel {
             name: "sees_cancel",
             description: "test",
             annotations: tc_tools::Annotations::READS,
-            scope: "read:notes",
+            scopes: &["read:notes"],
             changes_notes: false,
             gating: tc_tools::Gating::NEVER,
         }
@@ -643,7 +647,7 @@ impl tc_tools::Tool for LosesARace {
             name: "loses_a_race",
             description: "test",
             annotations: tc_tools::Annotations::writes(false, false),
-            scope: "write:notes",
+            scopes: &["write:notes"],
             changes_notes: true,
             gating: tc_tools::Gating::NEVER,
         }

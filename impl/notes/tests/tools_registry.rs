@@ -45,7 +45,7 @@ impl Tool for Probe {
             name: self.name,
             description: "test",
             annotations: Annotations::writes(true, false),
-            scope: "write:notes",
+            scopes: &["write:notes"],
             changes_notes: true,
             gating: Gating {
                 gated: self.gated,

@@ -130,7 +130,7 @@ fn update_task_write_gate_refusal_releases_through_the_builtin_verifier() {
     let mut fx = Fx::with(None, status_rule());
     fx.pipeline.set_verifier(Arc::new(NoRelease));
     fx.put("projects/t.md", OLD_DONE);
-    let writer = CallerContext::new("stdio", Scopes::granted(["write:notes"]));
+    let writer = CallerContext::new("stdio", Scopes::granted(["write:tasks"]));
     let args = json!({"path": "projects/t.md", "line": 2, "status": "todo"});
     let refusal = fx
         .call_as(&writer, "update_task", args.clone())
@@ -152,7 +152,7 @@ fn update_task_write_gate_refusal_releases_through_the_builtin_verifier() {
     assert_eq!(released.detail["verifier"], "builtin");
     // The same caller id, now able to read the note: the rule it already broke is
     // grandfathered, and the same token applies the call.
-    let reader = CallerContext::new("stdio", Scopes::granted(["write:notes", "read:notes"]));
+    let reader = CallerContext::new("stdio", Scopes::granted(["write:tasks", "read:notes"]));
     fx.call_as(&reader, "update_task", with_token(&args, &token))
         .unwrap();
     assert_eq!(fx.get("projects/t.md").unwrap(), REOPENED);

@@ -349,7 +349,7 @@ impl Tool for OcrBulk {
             name: "ocr_bulk",
             description: "Read the text of PDFs and images in the vault (PDF text layer, else tesseract OCR): give paths or root, exactly one. Cached by content unless force. Always asks the human, bound to exactly the files it reads. Long texts are cut to fit the response cap; failures are listed in errors.",
             annotations: Annotations::READS,
-            scope: "read:ocr",
+            scopes: &["read:ocr"],
             changes_notes: false,
             gating: Gating::bound_to(ConfirmationTargets::Custom),
         }

@@ -459,7 +459,7 @@ fn every_call_is_gated_and_the_summary_names_files_and_sizes() {
     );
     assert!(summary.contains("languages eng"), "{summary}");
     let def = fx.pipeline.registry().get("ocr_bulk").unwrap();
-    assert_eq!(def.scope, "read:ocr");
+    assert_eq!(def.scopes, ["read:ocr"]);
     assert!(def.annotations.read_only_hint);
 }
 

@@ -244,7 +244,7 @@ pub(crate) fn resend_through_facade(mut error: ToolError, tool: &str) -> ToolErr
 }
 
 fn visible_to(def: &ToolDef, caller: &CallerContext) -> bool {
-    caller.scopes.has(def.scope)
+    def.scopes.iter().all(|scope| caller.scopes.has(scope))
 }
 
 // r[impl facade.not-found]

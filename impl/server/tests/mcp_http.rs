@@ -252,6 +252,83 @@ async fn schema_then_scopes_then_the_gate() {
     assert!(h.read(NOTE).is_some());
 }
 
+// r[verify dispatch.scopes.every]
+// r[verify dispatch.scopes.reference]
+/// A token holding what these tools needed before they took the reference server's scopes
+/// is refused, naming the scope it lacks, before any confirmation is raised; holding every
+/// scope a tool lists lets the call reach the gate.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_tool_needs_every_scope_the_reference_names() {
+    let h = Harness::with(configure);
+    h.write(NOTE, "- [ ] a task\n");
+    let url = serve(h.core.clone()).await;
+    let cases = [
+        ("delete_note", json!({"path": NOTE}), "delete:notes"),
+        (
+            "move_note",
+            json!({"from": NOTE, "to": "elsewhere/moved.md"}),
+            "delete:notes",
+        ),
+        (
+            "update_task",
+            json!({"path": NOTE, "line": 1, "status": "done"}),
+            "write:tasks",
+        ),
+        (
+            "capture_note",
+            json!({"content": "an idea"}),
+            "write:capture",
+        ),
+        ("list_captures", json!({}), "read:capture"),
+    ];
+    let old = http_client_with(
+        &url,
+        scoped_token("erin", "read:notes write:notes"),
+        modern(Reply::Approve),
+    )
+    .await;
+    for (tool, arguments, scope) in &cases {
+        let denied = structured(
+            old.call_tool_once(
+                CallToolRequestParams::new(*tool).with_arguments(args(arguments.clone())),
+            )
+            .await
+            .unwrap(),
+        );
+        assert_eq!(denied["code"], "acl_denied", "{tool}: {denied}");
+        assert_eq!(denied["details"]["scope"], *scope, "{tool}: {denied}");
+    }
+    // commit_capture needs write:notes beside write:capture.
+    let capturer = http_client_with(
+        &url,
+        scoped_token("erin", "write:capture"),
+        modern(Reply::Approve),
+    )
+    .await;
+    let denied = structured(
+        capturer
+            .call_tool_once(
+                CallToolRequestParams::new("commit_capture")
+                    .with_arguments(args(json!({"capture_id": 1, "path": "c.md"}))),
+            )
+            .await
+            .unwrap(),
+    );
+    assert_eq!(denied["details"]["scope"], "write:notes", "{denied}");
+    assert_eq!(h.events(EventName::Requested), 0, "nothing was raised");
+    assert_eq!(h.read(NOTE).as_deref(), Some("- [ ] a task\n"));
+
+    // With every scope the reference names, the delete reaches the gate.
+    let full = http_client_with(
+        &url,
+        scoped_token("erin", "read:notes write:notes delete:notes"),
+        legacy(Reply::Approve),
+    )
+    .await;
+    let asked = structured(full.call_tool_once(delete(None, None)).await.unwrap());
+    assert_eq!(asked["code"], "elicit_required", "{asked}");
+}
+
 // r[verify state.every-auth-mode]
 // r[verify auth.none.caller]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

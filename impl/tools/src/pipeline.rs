@@ -301,8 +301,8 @@ impl Pipeline {
         // r[impl dispatch.schema]
         let mut args = def.parse_args(raw_args)?;
         // r[impl dispatch.scopes]
-        if !caller.scopes.has(def.scope) {
-            return Err(ToolError::missing_scope(def.scope, tool));
+        if let Some(missing) = def.scopes.iter().find(|scope| !caller.scopes.has(scope)) {
+            return Err(ToolError::missing_scope(missing, tool));
         }
         // r[impl dispatch.vault]
         let binding = self.bind_vault(caller, args.vault.as_deref())?;

@@ -26,7 +26,8 @@ pub struct ToolDef {
     /// JSON Schema of `structuredContent` on success, from the typed result.
     pub output_schema: Value,
     pub annotations: Annotations,
-    pub scope: &'static str,
+    /// The scopes a caller needs, every one of them.
+    pub scopes: &'static [&'static str],
     pub changes_notes: bool,
     pub gated: bool,
     pub confirmation: Option<ConfirmationTargets>,
@@ -39,7 +40,7 @@ impl fmt::Debug for ToolDef {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ToolDef")
             .field("name", &self.name)
-            .field("scope", &self.scope)
+            .field("scopes", &self.scopes)
             .field("gated", &self.gated)
             .field("confirmation", &self.confirmation)
             .finish_non_exhaustive()
@@ -63,7 +64,7 @@ impl ToolDef {
             input_schema: input,
             output_schema: output_schema::<T::Output>(),
             annotations: spec.annotations,
-            scope: spec.scope,
+            scopes: spec.scopes,
             changes_notes: spec.changes_notes,
             gated: spec.gating.gated,
             confirmation: spec.gating.confirmation,

@@ -103,8 +103,9 @@ pub struct ToolSpec {
     pub name: &'static str,
     pub description: &'static str,
     pub annotations: Annotations,
-    /// The scope a caller needs (spec `dispatch.scopes`), e.g. `read:notes`.
-    pub scope: &'static str,
+    /// The scopes a caller needs, every one of them (spec `dispatch.scopes`), e.g.
+    /// `["write:notes", "delete:notes"]`.
+    pub scopes: &'static [&'static str],
     /// Whether the tool can change notes (refused on a read-only vault before the gate).
     pub changes_notes: bool,
     pub gating: Gating,

@@ -171,7 +171,7 @@ impl Tool for SearchNotes {
             name: SEARCH_NOTES,
             description: "Search the vault's notes for words (BM25 over heading-aware chunks), optionally under a folder and with tags; one hit per note with a highlighted snippet. mode semantic or hybrid needs an embeddings endpoint. Repeat the same request with cursor = next_cursor for more hits.",
             annotations: Annotations::READS,
-            scope: "read:notes",
+            scopes: &["read:notes"],
             changes_notes: false,
             gating: Gating::NEVER,
         }

@@ -202,7 +202,7 @@ impl Tool for DeleteEntity {
             name: "delete_entity",
             description: "Delete an entity of the agent's memory. An entity with relations is refused with entity_has_relations unless cascade is true. Its note goes to a snapshot restore_note can bring back, unless permanent. The notes of the entities it was related to are re-rendered. Always needs the human's confirmation.",
             annotations: Annotations::writes(true, true),
-            scope: "delete:memory",
+            scopes: &["delete:memory"],
             changes_notes: true,
             gating: Gating::bound_to(ConfirmationTargets::Custom),
         }

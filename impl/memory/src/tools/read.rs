@@ -63,7 +63,7 @@ impl Tool for GetEntity {
             name: "get_entity",
             description: "Read one entity of the agent's memory: its type, name, observations, status, note and relations.",
             annotations: Annotations::READS,
-            scope: "read:memory",
+            scopes: &["read:memory"],
             changes_notes: false,
             gating: Gating::NEVER,
         }
@@ -191,7 +191,7 @@ impl Tool for SearchEntities {
             name: SEARCH_ENTITIES,
             description: "Search the agent's memory by entity name, type and observation text, best match first, in pages under the response cap; repeat the same request with cursor = next_cursor until it is null.",
             annotations: Annotations::READS,
-            scope: "read:memory",
+            scopes: &["read:memory"],
             changes_notes: false,
             gating: Gating::NEVER,
         }

@@ -145,7 +145,7 @@ impl Tool for RelateEntities {
             name: "relate_entities",
             description: "Add a typed relation from one entity to another (entity ids from upsert_entity or search_entities). Adding one that exists changes nothing. The notes of both ends are re-rendered.",
             annotations: Annotations::writes(false, true),
-            scope: "write:memory",
+            scopes: &["write:memory"],
             changes_notes: true,
             gating: Gating::NEVER,
         }
@@ -179,7 +179,7 @@ impl Tool for UnrelateEntities {
             name: "unrelate_entities",
             description: "Remove a relation between two entities. Removing one that is not there changes nothing. The notes of both ends are re-rendered.",
             annotations: Annotations::writes(true, true),
-            scope: "write:memory",
+            scopes: &["write:memory"],
             changes_notes: true,
             gating: Gating::NEVER,
         }

@@ -149,7 +149,7 @@ impl Tool for UpsertEntity {
             name: "upsert_entity",
             description: "Create an entity of the agent's memory (identified by type and name) or add observations to it; unless materialize is false it is kept as a note under the memory folder, where a person's own additions are kept.",
             annotations: Annotations::writes(false, true),
-            scope: "write:memory",
+            scopes: &["write:memory"],
             changes_notes: true,
             gating: Gating::NEVER,
         }

@@ -174,7 +174,7 @@ impl ToolIndex {
             let mut terms: BTreeMap<String, u32> = BTreeMap::new();
             let mut length = 0;
             let name_words = stems(&stemmer, &def.name);
-            let text = format!("{} {}", def.scope, def.description);
+            let text = format!("{} {}", def.scopes.join(" "), def.description);
             for word in name_words
                 .iter()
                 .chain(name_words.iter())

@@ -71,7 +71,7 @@ impl Tool for StartSession {
             name: "start_session",
             description: "Start recording a session on this vault: until end_session, every call this caller makes on the vault is recorded in the session's trace (outside the vault), so the session can be listed and re-run. One open session per caller and vault.",
             annotations: Annotations::writes(false, false),
-            scope: "write:workspace",
+            scopes: &["write:workspace"],
             changes_notes: false,
             gating: Gating::NEVER,
         }
@@ -156,7 +156,7 @@ impl Tool for EndSession {
             name: "end_session",
             description: "End one of this caller's sessions on this vault: its trace stops growing, and from then on a session_rerun confirmation is bound to the trace's bytes too. Ending an ended session changes nothing.",
             annotations: Annotations::writes(false, true),
-            scope: "write:workspace",
+            scopes: &["write:workspace"],
             changes_notes: false,
             gating: Gating::NEVER,
         }
@@ -250,7 +250,7 @@ impl Tool for ListSessions {
             name: LIST_SESSIONS,
             description: "List this caller's sessions on this vault, newest first, in pages under the response cap; repeat the same request with cursor = next_cursor until it is null.",
             annotations: Annotations::READS,
-            scope: "read:workspace",
+            scopes: &["read:workspace"],
             changes_notes: false,
             gating: Gating::NEVER,
         }

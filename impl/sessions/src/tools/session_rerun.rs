@@ -114,7 +114,7 @@ impl Tool for SessionRerun {
             name: SESSION_RERUN,
             description: "Re-run one of this caller's recorded sessions and report each call's verdict and divergence from the recording. Calls that change the vault are skipped unless sandbox is true (a throwaway copy of vault and cache); calls needing their own confirmation never run. Always asks the human.",
             annotations: Annotations::writes(false, false),
-            scope: "execute:rerun",
+            scopes: &["execute:rerun"],
             changes_notes: false,
             gating: Gating::bound_to(ConfirmationTargets::Custom),
         }
