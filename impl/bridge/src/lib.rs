@@ -96,3 +96,33 @@ pub fn register(
     );
     Ok(())
 }
+
+/// The Obsidian bridge (execute_command, trigger_quickadd, bridge_status) as the family
+/// `bridge` (spec `tools.families`), with each vault's `[vaults.bridge]` and
+/// `[vaults.commands]`.
+#[derive(Debug, Clone)]
+pub struct BridgeFamily {
+    vaults: Vec<VaultSettings>,
+}
+
+impl BridgeFamily {
+    pub fn new(vaults: impl IntoIterator<Item = VaultSettings>) -> Self {
+        BridgeFamily {
+            vaults: vaults.into_iter().collect(),
+        }
+    }
+}
+
+impl tc_tools::Family for BridgeFamily {
+    fn name(&self) -> &'static str {
+        "bridge"
+    }
+
+    fn register(
+        &self,
+        registry: &mut Registry,
+        setup: &SubsystemSetup<'_>,
+    ) -> Result<(), RegistryBuildError> {
+        register(registry, setup, self.vaults.clone())
+    }
+}

@@ -30,6 +30,24 @@ pub fn register(
     register_with(registry, GitOptions::default())
 }
 
+/// git_status, git_stage and git_commit as the family `git` (spec `tools.families`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct GitFamily;
+
+impl tc_tools::Family for GitFamily {
+    fn name(&self) -> &'static str {
+        "git"
+    }
+
+    fn register(
+        &self,
+        registry: &mut Registry,
+        setup: &SubsystemSetup<'_>,
+    ) -> Result<(), RegistryBuildError> {
+        register(registry, setup)
+    }
+}
+
 /// Adds the git tools to `registry`, opening repositories with `options`.
 pub fn register_with(
     registry: &mut Registry,

@@ -130,6 +130,34 @@ pub fn register(registry: &mut Registry, config: &SearchConfig) -> Result<(), Re
     Ok(())
 }
 
+/// search_notes, the capture tools and reset_vault_cache as the family `search` (spec
+/// `tools.families`). The vault index itself is the vault's, opened by the server whether or
+/// not this family is served: the link tools read it too.
+#[derive(Debug, Clone)]
+pub struct SearchFamily {
+    config: SearchConfig,
+}
+
+impl SearchFamily {
+    pub fn new(config: SearchConfig) -> Self {
+        SearchFamily { config }
+    }
+}
+
+impl tc_tools::Family for SearchFamily {
+    fn name(&self) -> &'static str {
+        "search"
+    }
+
+    fn register(
+        &self,
+        registry: &mut Registry,
+        _setup: &tc_tools::SubsystemSetup<'_>,
+    ) -> Result<(), RegistryBuildError> {
+        register(registry, &self.config)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -106,3 +106,32 @@ pub fn add_tools(registry: &mut Registry, memory: &Arc<Memory>) -> Result<(), Re
     registry.add(tools::delete::DeleteEntity(Arc::clone(memory)))?;
     Ok(())
 }
+
+/// The agent's memory (its store and six tools) as the family `memory` (spec
+/// `tools.families`), with each vault's `[vaults.memory]`.
+#[derive(Debug, Clone)]
+pub struct MemoryFamily {
+    configs: Vec<(String, MemoryConfig)>,
+}
+
+impl MemoryFamily {
+    pub fn new(configs: impl IntoIterator<Item = (String, MemoryConfig)>) -> Self {
+        MemoryFamily {
+            configs: configs.into_iter().collect(),
+        }
+    }
+}
+
+impl tc_tools::Family for MemoryFamily {
+    fn name(&self) -> &'static str {
+        "memory"
+    }
+
+    fn register(
+        &self,
+        registry: &mut Registry,
+        setup: &SubsystemSetup<'_>,
+    ) -> Result<(), RegistryBuildError> {
+        register(registry, setup, self.configs.clone())
+    }
+}

@@ -39,6 +39,24 @@ pub fn register(registry: &mut Registry) -> Result<(), RegistryBuildError> {
     Ok(())
 }
 
+/// The note tools as the family `notes` (spec `tools.families`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NotesFamily;
+
+impl tc_tools::Family for NotesFamily {
+    fn name(&self) -> &'static str {
+        "notes"
+    }
+
+    fn register(
+        &self,
+        registry: &mut Registry,
+        _setup: &tc_tools::SubsystemSetup<'_>,
+    ) -> Result<(), RegistryBuildError> {
+        register(registry)
+    }
+}
+
 /// A registry holding the note tools alone.
 pub fn registry() -> Result<Registry, RegistryBuildError> {
     let mut registry = Registry::new();

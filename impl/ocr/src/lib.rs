@@ -48,6 +48,32 @@ pub fn register(
     register_with(registry, config.clone(), Arc::new(cache), scratch)
 }
 
+/// `ocr_bulk` with its cache as the family `ocr` (spec `tools.families`), with `[ocr]`.
+#[derive(Debug, Clone)]
+pub struct OcrFamily {
+    config: OcrConfig,
+}
+
+impl OcrFamily {
+    pub fn new(config: OcrConfig) -> Self {
+        OcrFamily { config }
+    }
+}
+
+impl tc_tools::Family for OcrFamily {
+    fn name(&self) -> &'static str {
+        "ocr"
+    }
+
+    fn register(
+        &self,
+        registry: &mut Registry,
+        setup: &SubsystemSetup<'_>,
+    ) -> Result<(), RegistryBuildError> {
+        register(registry, &self.config, setup)
+    }
+}
+
 /// Adds `ocr_bulk` with this cache and scratch folder (tests, embedders).
 pub fn register_with(
     registry: &mut Registry,

@@ -84,6 +84,18 @@ pub struct Config {
     /// secret-scanned and capped, in session traces.
     #[serde(default)]
     pub sessions: tc_sessions::SessionsConfig,
+    /// `[tools]`: `families`, the tool families served (default all of them).
+    #[serde(default)]
+    pub tools: ToolsConfig,
+}
+
+/// `[tools]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ToolsConfig {
+    /// `families`: the names of the families whose tools are served; absent = every family.
+    #[serde(default)]
+    pub families: Option<Vec<String>>,
 }
 
 fn default_ttl() -> i64 {
@@ -316,6 +328,7 @@ impl Default for Config {
             search: tc_index::SearchConfig::default(),
             tool_facade: crate::facade::ToolFacadeConfig::default(),
             sessions: tc_sessions::SessionsConfig::default(),
+            tools: ToolsConfig::default(),
         }
     }
 }

@@ -285,10 +285,14 @@ impl ServerCore {
             cache_dir: parts.cache_dir,
             clock: Arc::clone(&parts.clock),
         };
-        let mut registry =
-            crate::registry(config, &setup).map_err(|e| BuildError::Registry(e.to_string()))?;
-        // The session tools last; the store is kept for the recording hook and the replayer.
-        let sessions = tc_sessions::register(&mut registry, &setup, config.sessions)
+        // The session store is the server's (the recording hook and the replayer use it);
+        // its tools are one of the families.
+        let sessions = Arc::new(
+            tc_sessions::Sessions::from_setup(&setup, config.sessions)
+                .map_err(|e| BuildError::Registry(e.to_string()))?,
+        );
+        let families = crate::families::families(config, &sessions);
+        let registry = crate::families::registry(config, &setup, &families)
             .map_err(|e| BuildError::Registry(e.to_string()))?;
         let cap = usize::try_from(config.governor.max_response_bytes)
             .map_err(|_| BuildError::Cap(config.governor.max_response_bytes))?;

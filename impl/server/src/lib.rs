@@ -13,6 +13,7 @@ pub mod auth;
 pub mod config;
 pub mod dispatch;
 pub mod facade;
+pub mod families;
 pub mod handler;
 pub mod http;
 pub mod metrics;
@@ -24,35 +25,3 @@ pub mod serve;
 mod stages;
 pub mod stdio;
 pub mod trips;
-
-/// The tools this server offers: each subsystem crate's `register`, in `tools/list` order,
-/// given its part of `config` and `setup` (where its tables live, the clock). Adding a
-/// subsystem adds a line here; the dispatch pipeline does not change.
-pub fn registry(
-    config: &config::Config,
-    setup: &tc_tools::SubsystemSetup<'_>,
-) -> Result<tc_tools::Registry, tc_tools::RegistryBuildError> {
-    let mut registry = tc_tools::Registry::new();
-    tc_notes::register(&mut registry)?;
-    tc_memory::register(
-        &mut registry,
-        setup,
-        config
-            .vaults
-            .iter()
-            .map(|v| (v.id.clone(), v.memory.clone().unwrap_or_default())),
-    )?;
-    tc_bridge::register(
-        &mut registry,
-        setup,
-        config.vaults.iter().map(|v| tc_bridge::VaultSettings {
-            vault: v.id.clone(),
-            bridge: v.bridge.clone(),
-            commands: v.commands.clone(),
-        }),
-    )?;
-    tc_ocr::register(&mut registry, &config.ocr, setup)?;
-    tc_index::register(&mut registry, &config.search)?;
-    tc_git::register(&mut registry, setup)?;
-    Ok(registry)
-}

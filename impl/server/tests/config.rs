@@ -596,3 +596,17 @@ fn overlapping_vault_roots_are_refused_naming_both_vaults() {
     let config = parse_in(dir.path(), &two("vault", "vault2")).expect("disjoint");
     assert_eq!(config.vaults.len(), 2);
 }
+
+// r[verify config.tools.families]
+#[test]
+fn tools_families_is_a_list_of_names_and_its_table_names_an_unknown_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = parse_in(dir.path(), "[tools]\nfamilies = [\"notes\", \"git\"]\n").unwrap();
+    assert_eq!(
+        config.tools.families,
+        Some(vec!["notes".to_owned(), "git".to_owned()])
+    );
+    assert_eq!(parse_in(dir.path(), "").unwrap().tools.families, None);
+    let error = parse_in(dir.path(), "[tools]\nfamily = [\"notes\"]\n").unwrap_err();
+    assert_eq!(error.key(), Some("tools.family"), "{error}");
+}

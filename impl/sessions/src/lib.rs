@@ -181,6 +181,34 @@ pub fn register(
     Ok(sessions)
 }
 
+/// start_session, end_session, list_sessions and session_rerun as the family `sessions`
+/// (spec `tools.families`), over a store the server keeps whether or not the family is
+/// served (the recording hook and the replayer use it).
+#[derive(Debug, Clone)]
+pub struct SessionsFamily {
+    sessions: Arc<Sessions>,
+}
+
+impl SessionsFamily {
+    pub fn new(sessions: Arc<Sessions>) -> Self {
+        SessionsFamily { sessions }
+    }
+}
+
+impl tc_tools::Family for SessionsFamily {
+    fn name(&self) -> &'static str {
+        "sessions"
+    }
+
+    fn register(
+        &self,
+        registry: &mut Registry,
+        _setup: &SubsystemSetup<'_>,
+    ) -> Result<(), RegistryBuildError> {
+        self.sessions.add_tools(registry)
+    }
+}
+
 pub(crate) fn db_error(error: rusqlite::Error) -> ToolError {
     tracing::warn!(%error, "sessions: cache.db");
     ToolError::internal("reading or writing the sessions in cache.db")

@@ -8,12 +8,13 @@
 //! the defaults and the value `args_hash` is computed over), a typed result (its schema is
 //! the `outputSchema`), the gate declarations of its [`ToolSpec`], and the steps the
 //! [`Pipeline`] calls: precheck, the state of its confirmation targets, the summary the
-//! human approves, and the handler. A subsystem crate adds its tools to a [`Registry`]
-//! through one `register(...)`; the pipeline never changes when a tool is added.
+//! human approves, and the handler. A family of tools (a [`Family`]) adds its tools to a
+//! [`Registry`] through its one `register`; the pipeline never changes when a tool is added.
 
 pub mod context;
 pub mod db;
 pub mod error;
+pub mod family;
 pub mod paging;
 pub mod pipeline;
 mod refusals;
@@ -34,6 +35,7 @@ pub use error::{
     ErrorCode, MAX_DETAILS_BYTES, MAX_FAILURE_TEXT_BYTES, MAX_MESSAGE_BYTES, Recovery, ToolError,
     with_causes,
 };
+pub use family::Family;
 pub use paging::{PageLimits, PagingSetup, wire_cost};
 pub use pipeline::{Approval, Pipeline, Prepared};
 pub use registry::{Registry, RegistryBuildError, SubsystemSetup, ToolDef};
