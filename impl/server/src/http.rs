@@ -18,8 +18,8 @@
 //!   **403 Forbidden**. `Origin: null` is refused.
 //!
 //! A request body on `/mcp` over [`MAX_MESSAGE_BYTES`] (the limit stdio puts on one message,
-//! spec `config.message-limit`) is answered **413 Payload Too Large** before it reaches the
-//! MCP service, whatever the service's own limit is: from its `Content-Length` before
+//! spec `config.message-limit.addressed`) is answered **413 Payload Too Large** before it
+//! reaches the MCP service, whatever the service's own limit is: from its `Content-Length` before
 //! authentication, else while it is read, which happens only once the request is
 //! authenticated (spec `auth.unauthenticated`).
 //!
@@ -270,7 +270,7 @@ fn too_large() -> Response {
         .into_response()
 }
 
-// r[impl config.message-limit]
+// r[impl config.message-limit.addressed]
 /// Refuses with 413 a request whose `Content-Length` is over [`MAX_MESSAGE_BYTES`], from the
 /// header alone: before authentication, so an oversized body costs no token check.
 async fn refuse_declared_oversize(request: Request, next: Next) -> Response {
@@ -285,7 +285,7 @@ async fn refuse_declared_oversize(request: Request, next: Next) -> Response {
     next.run(request).await
 }
 
-// r[impl config.message-limit]
+// r[impl config.message-limit.addressed]
 // r[impl auth.unauthenticated]
 /// Reads the body of an authenticated request, refusing with 413 once it passes
 /// [`MAX_MESSAGE_BYTES`] (a chunked body counts as it arrives, never buffered past the

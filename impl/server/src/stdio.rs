@@ -13,8 +13,9 @@
 //! Framing follows rmcp's `AsyncRwTransport`: a message is one `\n`-terminated line (a
 //! trailing `\r` and a leading UTF-8 BOM are ignored), blank lines are skipped, a message
 //! longer than [`MAX_MESSAGE_BYTES`] (the line without its `\n`; the same limit the HTTP
-//! transport puts on a request body, spec `config.message-limit`) is dropped, logged and
-//! answered with -32600 and `"id": null`, and bytes after the last newline at end of input
+//! transport puts on a request body, spec `config.message-limit.addressed`) is dropped,
+//! logged and answered with -32600 under the request's id when the message's first 64 KiB
+//! show it (`"id": null` otherwise), and bytes after the last newline at end of input
 //! are no message. Every outgoing message is written whole, in
 //! order, through one writer, so a reply of the transport's own never splits a response.
 //! While [`MAX_UNWRITTEN_MESSAGES`] messages wait to be written (the client is not reading
@@ -48,7 +49,10 @@ use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::Mutex;
 
-// r[impl config.message-limit]
+mod id_scan;
+use id_scan::ID_SCAN_BYTES;
+
+// r[impl config.message-limit.addressed]
 /// The most bytes one JSON-RPC message may have, on stdio (one line, its `\n` not counted)
 /// and over HTTP (one request body) alike: 4 MiB, rmcp's own default for HTTP bodies. A
 /// bigger message is refused whole, never cut.
@@ -190,9 +194,14 @@ where
                 .saturating_add(take - usize::from(newline.is_some()))
                 > self.max_line_length
             {
+                // The id is read from the message's start before the rest is dropped;
+                // nothing past the limit is ever held.
+                let wanted = ID_SCAN_BYTES.saturating_sub(self.line.len()).min(take);
+                self.line.extend_from_slice(&available[..wanted]);
+                let id = id_scan::request_id_in(&self.line);
                 self.line.clear();
                 self.discarding = newline.is_none();
-                Some(LineRead::Oversized)
+                Some(LineRead::Oversized(id))
             } else {
                 self.line.extend_from_slice(&available[..take]);
                 newline.map(|_| LineRead::Line)
@@ -207,7 +216,8 @@ where
 
 enum LineRead {
     Line,
-    Oversized,
+    /// Over the limit; the request's id, when its start shows one.
+    Oversized(Option<RequestId>),
     Eof,
     Io(io::Error),
 }
@@ -476,16 +486,19 @@ where
             wait_for_the_client_to_read(Arc::clone(&self.unwritten)).await;
             match self.read_line().await {
                 LineRead::Line => {}
-                LineRead::Oversized => {
-                    tracing::error!(
+                // r[impl config.message-limit.addressed]
+                LineRead::Oversized(id) => {
+                    tracing::warn!(
                         max_message_bytes = self.max_line_length,
+                        addressed = id.is_some(),
                         "stdio: a message exceeded the maximum message size; discarding it"
                     );
-                    // Its id is unread, so the answer is unaddressed; the client learns why
-                    // instead of waiting for a reply that never comes.
+                    // Answered under the request's id when its start showed one, so the
+                    // client learns why instead of waiting for a reply that never comes.
                     let error = ErrorData::invalid_request(
                         format!(
-                            "the message is over {} bytes, the most one message may have",
+                            "the message is over {} bytes, the most one message may have; \
+                             send less in one request",
                             self.max_line_length
                         ),
                         Some(serde_json::json!({
@@ -493,10 +506,11 @@ where
                             "limit": self.max_line_length,
                         })),
                     );
-                    self.reply = Some(Box::pin(write_line(
-                        Arc::clone(&self.out),
-                        unaddressed(error),
-                    )));
+                    let reply = match id {
+                        Some(id) => encode(&ServerJsonRpcMessage::error(error, Some(id))),
+                        None => unaddressed(error),
+                    };
+                    self.reply = Some(Box::pin(write_line(Arc::clone(&self.out), reply)));
                     continue;
                 }
                 LineRead::Eof => return None,

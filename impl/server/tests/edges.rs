@@ -1,6 +1,6 @@
 //! Edges of input, as a careless client or a hostile vault would give them: one message at
 //! the limit and one byte over it, on stdio and over HTTP (spec/config.md
-//! `config.message-limit`); JWTs just past and just inside the clock leeway (spec/auth.md
+//! `config.message-limit.addressed`); JWTs just past and just inside the clock leeway (spec/auth.md
 //! `auth.jwt.leeway`); and a vault whose folder link leads a caller limited to `public/**`
 //! towards private notes, through resources and the paging tools (spec/vault.md
 //! `vault.path.links-judged-at-target`).
@@ -43,7 +43,7 @@ fn message_of(size: usize, id: u64, method: &str, params: Value) -> Vec<u8> {
     bytes
 }
 
-// r[verify config.message-limit]
+// r[verify config.message-limit.addressed]
 #[tokio::test]
 async fn stdio_takes_a_message_at_the_limit_and_answers_one_byte_over() {
     let at_limit = message_of(MAX_MESSAGE_BYTES, 1, "ping", json!({}));
@@ -68,9 +68,55 @@ async fn stdio_takes_a_message_at_the_limit_and_answers_one_byte_over() {
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     assert_eq!(replies.len(), 1, "{out}");
-    assert_eq!(replies[0]["id"], Value::Null);
+    assert_eq!(replies[0]["id"], 2, "answered under the request's own id");
     assert_eq!(replies[0]["error"]["code"], -32600);
     assert_eq!(replies[0]["error"]["data"]["limit"], MAX_MESSAGE_BYTES);
+    let said = replies[0]["error"]["message"].as_str().unwrap();
+    assert!(said.contains(&MAX_MESSAGE_BYTES.to_string()), "{said}");
+}
+
+/// A `write_note` of 10 MB: the id comes after the method and a nested `id` in the params.
+fn big_write(id: Value, pad_before_id: usize) -> Vec<u8> {
+    let head = format!(
+        r#"{{"jsonrpc":"2.0","method":"tools/call","pad":"{}","params":{{"id":"not-this","name":"write_note"}},"id":{id},"#,
+        "p".repeat(pad_before_id)
+    );
+    let mut line = head.into_bytes();
+    line.extend_from_slice(br#""more":{"content":""#);
+    line.resize(10_000_000, b'x');
+    line.extend_from_slice(b"\"}}\n");
+    line
+}
+
+// r[verify config.message-limit.addressed]
+#[tokio::test]
+async fn stdio_answers_an_oversized_request_under_its_own_id() {
+    let after = message_of(64, 9, "ping", json!({}));
+    let input = [
+        big_write(json!("w-1"), 0),
+        big_write(json!(77), 50_000),
+        // Past the first 64 KiB, the id is not looked for.
+        big_write(json!(78), 70_000),
+        after,
+        b"\n".to_vec(),
+    ]
+    .concat();
+    let (write, mut peer) = tokio::io::duplex(1 << 16);
+    let mut transport = JsonLines::new(std::io::Cursor::new(input), write);
+    let next = transport.receive().await.expect("the message after");
+    assert_eq!(serde_json::to_value(&next).unwrap()["id"], 9);
+    drop(transport);
+    let mut out = String::new();
+    peer.read_to_string(&mut out).await.unwrap();
+    let replies: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let ids: Vec<&Value> = replies.iter().map(|r| &r["id"]).collect();
+    assert_eq!(ids, [&json!("w-1"), &json!(77), &Value::Null], "{out}");
+    for reply in &replies {
+        assert_eq!(reply["error"]["code"], -32600, "{reply}");
+    }
 }
 
 // r[verify cli.serve.stdio-backpressure]
@@ -136,7 +182,7 @@ fn post(body: Body, length: Option<usize>) -> Request<Body> {
     request.body(body).unwrap()
 }
 
-// r[verify config.message-limit]
+// r[verify config.message-limit.addressed]
 #[tokio::test]
 async fn http_takes_a_body_at_the_limit_and_refuses_one_byte_over() {
     let h = Harness::new();
