@@ -422,7 +422,7 @@ impl ServerSut {
 
     /// The names of the events recorded in cache.db since the last call, oldest first.
     /// Fails if an event carries a token's text (gate.token.never-logged) or the caller id
-    /// instead of its hash (events.caller-hashed).
+    /// other than a caller's (events.caller-named).
     pub fn take_events(&mut self) -> Result<Vec<EventName>, SutError> {
         let events = self
             .core()?

@@ -275,8 +275,8 @@ impl Sut {
     }
 
     /// The names of the events recorded since the last call, oldest first. Fails if an event
-    /// carries a token's text (gate.token.never-logged) or a raw caller id instead of its hash
-    /// (events.caller-hashed).
+    /// carries a token's text (gate.token.never-logged) or a caller id or hash that is no
+    /// caller's (events.caller-named).
     pub fn take_events(&mut self) -> Result<Vec<EventName>, SutError> {
         let events = self.gate()?.events(self.last_event_id, usize::MAX >> 1)?;
         let mut names = Vec::with_capacity(events.len());

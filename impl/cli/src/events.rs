@@ -79,7 +79,7 @@ fn print_after(
     }
 }
 
-// r[impl cli.events.json]
+// r[impl cli.events.json-caller]
 fn json_line(event: &Event) -> String {
     json!({
         "id": event.id,
@@ -89,6 +89,7 @@ fn json_line(event: &Event) -> String {
         "vault": event.vault,
         "tool": event.tool,
         "args_hash": event.args_hash,
+        "caller": event.caller,
         "caller_hash": event.caller_hash,
         "detail": event.detail,
     })
@@ -109,7 +110,7 @@ fn table_line(event: &Event) -> String {
         field(&event.vault),
         field(&event.tool),
         field(&event.args_hash),
-        field(&event.caller_hash),
+        field(&event.caller.clone().or_else(|| event.caller_hash.clone())),
         escape_for_terminal(&event.detail.to_string()),
     )
 }

@@ -173,6 +173,36 @@ fn elicit_prints_only_a_token_the_server_redeems() {
     );
 }
 
+// r[verify events.minted-by]
+// r[verify events.caller-named]
+/// The audit log says who minted (the local account) and whose call the token approves.
+#[test]
+fn the_minted_event_names_the_operator_and_the_caller() {
+    let setup = Setup::new();
+    let gate = setup.gate();
+    gate.raise(&call("notes", "stdio"), &fp("v1")).unwrap();
+    let output = run(bin()
+        .env("USER", "ada")
+        .args([
+            "elicit",
+            "--hash",
+            HASH,
+            "--tool",
+            "delete_note",
+            "--config",
+        ])
+        .arg(setup.one_vault_config()));
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let minted = gate
+        .events(0, 10)
+        .unwrap()
+        .into_iter()
+        .find(|e| e.name.as_str() == "elicit_minted")
+        .expect("a minted event");
+    assert_eq!(minted.detail["operator"], "ada", "{minted:?}");
+    assert_eq!(minted.caller.as_deref(), Some("stdio"));
+}
+
 // r[verify cli.elicit.requires-raise]
 #[test]
 fn elicit_refuses_without_a_raised_request() {

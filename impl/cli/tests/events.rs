@@ -53,8 +53,8 @@ fn lines(command: &mut Command) -> Vec<String> {
         .collect()
 }
 
-// r[verify cli.events.lists]
-// r[verify cli.events.json]
+// r[verify cli.events.lists-caller]
+// r[verify cli.events.json-caller]
 #[test]
 fn the_audit_log_is_printed_oldest_first_filtered_and_without_secrets() {
     let dir = tempfile::tempdir().unwrap();
@@ -75,10 +75,12 @@ fn the_audit_log_is_printed_oldest_first_filtered_and_without_secrets() {
     assert_eq!(first["tool"], "delete_note");
     assert_eq!(first["args_hash"], CALL.args_hash);
     assert_eq!(first["caller_hash"], caller_hash("alice"));
+    // Who asked, and whose call the token approves.
+    assert_eq!(first["caller"], "alice");
+    assert_eq!(second["caller"], "alice");
     assert!(first["at"].as_str().unwrap().ends_with('Z'));
     for line in &all {
         assert!(!line.contains(&token), "a token in the log: {line}");
-        assert!(!line.contains("alice"), "the caller id in the log: {line}");
     }
 
     // --after and --name.
@@ -99,6 +101,7 @@ fn the_audit_log_is_printed_oldest_first_filtered_and_without_secrets() {
     assert_eq!(table.len(), 2);
     assert!(table[0].contains("tc.elicit.requested"), "{}", table[0]);
     assert!(table[0].contains("vault notes") && table[0].contains("tool delete_note"));
+    assert!(table[0].contains("caller alice "), "{}", table[0]);
 }
 
 // r[verify cli.events.follow]

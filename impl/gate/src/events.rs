@@ -1,10 +1,12 @@
 //! The gate's audit events and counters (clauses events.durable, events.requested,
-//! events.released, events.overflow, events.minted, events.caller-hashed,
-//! gate.token.never-logged; CONTRACT.md §7).
+//! events.released, events.overflow, events.minted, events.caller-named,
+//! gate.token.never-logged).
 //!
 //! Events live in `cache.db` next to the state they describe, written in the same
-//! transaction where there is one. No event field ever holds a token, and the caller is
-//! stored as a hash prefix, so the table can be shown to an operator as it is.
+//! transaction where there is one. No event field ever holds a token. The caller is stored
+//! by its id (who asked, who was approved, who ran each call: the audit log answers for the
+//! principal) and by a hash prefix that stays comparable across rows written before the id
+//! was kept.
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -76,8 +78,11 @@ pub struct Event {
     pub vault: Option<String>,
     pub tool: Option<String>,
     pub args_hash: Option<String>,
-    /// [`caller_hash`] of the caller, never the caller id itself.
+    /// [`caller_hash`] of the caller.
     pub caller_hash: Option<String>,
+    /// The caller id (the JWT subject on HTTP, `stdio` locally); `None` in rows written
+    /// before ids were kept, and in events about no call.
+    pub caller: Option<String>,
     /// Event-specific fields (a JSON object).
     pub detail: serde_json::Value,
 }

@@ -151,7 +151,17 @@ pub fn issue(
         args_hash: request.args_hash,
         caller: request.caller,
     };
-    Ok(gate.issue(&call, request.state_fp)?)
+    Ok(gate.issue_by(&call, request.state_fp, Some(&operator()))?)
+}
+
+/// The local account running the mint, for the audit log: `$USER` (or `$LOGNAME`), else
+/// the numeric user id.
+pub fn operator() -> String {
+    ["USER", "LOGNAME"]
+        .iter()
+        .filter_map(|name| std::env::var(name).ok())
+        .find(|value| !value.is_empty())
+        .unwrap_or_else(|| format!("uid {}", rustix::process::getuid().as_raw()))
 }
 
 /// The whole mint without a terminal: the caller checked, the vault chosen, the token

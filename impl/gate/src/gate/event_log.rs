@@ -1,6 +1,6 @@
 //! The gate's event log: recording tc.* events in the transaction of the change they
 //! describe, and reading them back (spec/events.md events.durable, events.fields,
-//! events.consumed, events.overflow, events.caller-hashed; the event names and counters are
+//! events.consumed, events.overflow, events.caller-named; the event names and counters are
 //! `crate::events`).
 
 use serde_json::json;
@@ -27,6 +27,7 @@ impl Gate {
                 tool: call.map(|c| c.tool),
                 args_hash: call.map(|c| c.args_hash),
                 caller_hash: hashed_caller.as_deref(),
+                caller: call.map(|c| c.caller),
                 detail: &detail.to_string(),
             },
         )
@@ -112,6 +113,7 @@ impl Gate {
                     tool: row.tool,
                     args_hash: row.args_hash,
                     caller_hash: row.caller_hash,
+                    caller: row.caller,
                     detail,
                 })
             })

@@ -167,6 +167,18 @@ impl Gate {
         call: &CallBinding<'_>,
         state_fp: Option<&str>,
     ) -> Result<IssuedToken, MintError> {
+        self.issue_by(call, state_fp, None)
+    }
+
+    // r[impl events.minted-by]
+    /// [`Gate::issue`], recording in the `elicit_minted` event who minted: `operator` names
+    /// the person at the CLI (the local account), beside the caller whose call it approves.
+    pub fn issue_by(
+        &self,
+        call: &CallBinding<'_>,
+        state_fp: Option<&str>,
+        operator: Option<&str>,
+    ) -> Result<IssuedToken, MintError> {
         let wanted_fp = state_fp.map(StateFp::parse).transpose()?;
         let now = self.now();
         let (token, id_hash) = self.new_token();
@@ -216,13 +228,12 @@ impl Gate {
                 },
             )?;
             store::delete_raised(tx, call.vault, call.args_hash, call.caller)?;
-            Self::record(
-                tx,
-                now,
-                EventName::Minted,
-                Some(call),
-                json!({ "bound": true, "state_fp": raised.state_fp, "expires_at": expires_at }),
-            )?;
+            let mut detail =
+                json!({ "bound": true, "state_fp": raised.state_fp, "expires_at": expires_at });
+            if let Some(operator) = operator {
+                detail["operator"] = json!(operator);
+            }
+            Self::record(tx, now, EventName::Minted, Some(call), detail)?;
             Ok((raised.state_fp, expires_at))
         })?;
         self.inner.counters.minted();

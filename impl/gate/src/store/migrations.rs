@@ -90,6 +90,11 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX raised_requests_by_hash ON raised_requests(args_hash, caller);
     CREATE INDEX raised_requests_by_time ON raised_requests(raised_at);
     "#,
+    // v5: the caller id itself in the audit log (events.caller-named): who asked, who was
+    // approved and who ran each call; rows written before keep only the hash.
+    r#"
+    ALTER TABLE events ADD COLUMN caller TEXT;
+    "#,
 ];
 
 /// The schema version this build writes and understands.
@@ -259,6 +264,50 @@ mod tests {
                 .with_conn(|conn| insert_consumed_state(conn, "s", 5))
                 .expect("v2 table exists")
         );
+    }
+
+    // r[verify events.caller-named]
+    /// An event recorded before caller ids were kept reads back with its hash alone; one
+    /// recorded after carries the id.
+    #[test]
+    fn events_recorded_before_caller_ids_keep_their_hash() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("cache.db");
+        {
+            let old = open_at(&path, 4);
+            old.with_conn(|conn| {
+                conn.execute(
+                    "INSERT INTO events (at, name, caller_hash) VALUES (1, 'elicit_minted', 'abcd')",
+                    [],
+                )
+                .map_err(StoreError::from)
+            })
+            .expect("insert");
+        }
+        let store = Store::open(&path).expect("reopen migrates");
+        store
+            .with_conn(|conn| {
+                crate::store::insert_event(
+                    conn,
+                    &crate::store::NewEvent {
+                        at: 2,
+                        name: "elicit_minted",
+                        vault: Some("v"),
+                        tool: Some("delete_note"),
+                        args_hash: Some("h"),
+                        caller_hash: Some("ef01"),
+                        caller: Some("bob"),
+                        detail: "{}",
+                    },
+                )
+            })
+            .expect("insert after");
+        let rows = store
+            .read(|conn| crate::store::events_after(conn, 0, 10))
+            .expect("read");
+        assert_eq!(rows[0].caller, None);
+        assert_eq!(rows[0].caller_hash.as_deref(), Some("abcd"));
+        assert_eq!(rows[1].caller.as_deref(), Some("bob"));
     }
 
     #[test]

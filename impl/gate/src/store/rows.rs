@@ -238,13 +238,14 @@ pub(crate) struct NewEvent<'a> {
     pub tool: Option<&'a str>,
     pub args_hash: Option<&'a str>,
     pub caller_hash: Option<&'a str>,
+    pub caller: Option<&'a str>,
     pub detail: &'a str,
 }
 
 pub(crate) fn insert_event(conn: &Connection, event: &NewEvent<'_>) -> Result<i64, StoreError> {
     conn.prepare_cached(
-        "INSERT INTO events (at, name, vault, tool, args_hash, caller_hash, detail)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        "INSERT INTO events (at, name, vault, tool, args_hash, caller_hash, caller, detail)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
     )?
     .execute(params![
         event.at,
@@ -253,6 +254,7 @@ pub(crate) fn insert_event(conn: &Connection, event: &NewEvent<'_>) -> Result<i6
         event.tool,
         event.args_hash,
         event.caller_hash,
+        event.caller,
         event.detail
     ])?;
     Ok(conn.last_insert_rowid())
@@ -267,6 +269,7 @@ pub(crate) struct EventRow {
     pub tool: Option<String>,
     pub args_hash: Option<String>,
     pub caller_hash: Option<String>,
+    pub caller: Option<String>,
     pub detail: String,
 }
 
@@ -277,7 +280,7 @@ pub(crate) fn events_after(
 ) -> Result<Vec<EventRow>, StoreError> {
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
     let mut statement = conn.prepare_cached(
-        "SELECT id, at, name, vault, tool, args_hash, caller_hash, detail FROM events
+        "SELECT id, at, name, vault, tool, args_hash, caller_hash, detail, caller FROM events
          WHERE id > ?1 ORDER BY id LIMIT ?2",
     )?;
     let rows = statement.query_map(params![after_id, limit], |row| {
@@ -290,6 +293,7 @@ pub(crate) fn events_after(
             args_hash: row.get(5)?,
             caller_hash: row.get(6)?,
             detail: row.get(7)?,
+            caller: row.get(8)?,
         })
     })?;
     Ok(rows.collect::<Result<Vec<_>, _>>()?)
