@@ -70,22 +70,26 @@ impl ObsidianTc {
 
 impl ServerHandler for ObsidianTc {
     // r[impl dispatch.invalid-params]
-    /// A request rmcp could not type lands here: for a method rmcp does type, its params were
-    /// wrong (-32602, saying what is wrong); any other method is unknown (-32601). The same
-    /// on every transport.
+    // r[impl cli.serve.http-removed-methods]
+    /// A request rmcp could not type lands here: a method its era does not have, or one rmcp
+    /// does not type, is unknown (-32601); for a method rmcp types, its params were wrong
+    /// (-32602, saying what is wrong). The same on every transport.
     async fn on_custom_request(
         &self,
         request: rmcp::model::CustomRequest,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::CustomResult, ErrorData> {
-        match crate::stdio::params_refusal(&request.method, request.params.as_ref()) {
-            Some(refusal) => Err(refusal),
-            None => Err(ErrorData::new(
-                rmcp::model::ErrorCode::METHOD_NOT_FOUND,
-                request.method,
-                None,
-            )),
-        }
+        // The era as rmcp judges it: the request's own `_meta` version, else the session's.
+        let modern = context
+            .meta
+            .protocol_version()
+            .or_else(|| context.protocol_version())
+            .is_some_and(|version| !version.has_initialize());
+        Err(crate::stdio::untyped_refusal(
+            &request.method,
+            request.params.as_ref(),
+            modern,
+        ))
     }
 
     fn get_info(&self) -> ServerConfig {

@@ -326,6 +326,31 @@ pub(crate) fn params_refusal(method: &str, params: Option<&Value>) -> Option<Err
     ))
 }
 
+/// The methods the 2026-07-28 protocol removed, which rmcp still types for older sessions.
+const REMOVED_IN_2026_07_28: &[&str] = &[
+    InitializeResultMethod::VALUE,
+    SetLevelRequestMethod::VALUE,
+    SubscribeRequestMethod::VALUE,
+    UnsubscribeRequestMethod::VALUE,
+];
+
+// r[impl cli.serve.http-removed-methods]
+/// The answer to a request rmcp could not type (a `CustomRequest`): in an era without the
+/// method (`modern`: 2026-07-28 or later, and the method one that era removed), or for a
+/// method rmcp does not type, "method not found" (-32601), decided before any params are
+/// looked at; otherwise the params did not fit the method's type (-32602).
+pub(crate) fn untyped_refusal(method: &str, params: Option<&Value>, modern: bool) -> ErrorData {
+    let removed = modern && REMOVED_IN_2026_07_28.contains(&method);
+    match params_refusal(method, params).filter(|_| !removed) {
+        Some(refusal) => refusal,
+        None => ErrorData::new(
+            rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+            method.to_owned(),
+            None,
+        ),
+    }
+}
+
 /// Deserializes a request as rmcp's type for it; the error says what is wrong with it.
 fn check<T: DeserializeOwned>(request: Value) -> Result<(), serde_json::Error> {
     serde_json::from_value::<T>(request).map(drop)
