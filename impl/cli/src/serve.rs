@@ -99,7 +99,9 @@ pub fn run(plan: ServePlan) -> Result<String, Refusal> {
             plan.approval_program.clone(),
         )
         .map_err(|e| Refusal::new(e.to_string()))?;
-        eprintln!("{}", assembled.key_source.startup_line());
+        // Through the logger, so RUST_LOG governs it like every other line on stderr
+        // (spec/cli.md `cli.serve.log-lines`).
+        tracing::info!("{}", assembled.key_source.startup_line());
         let served = match plan.transport {
             Transport::Stdio => serve_stdio(assembled.core).await,
             Transport::Http(addr) => serve_http(assembled.core, &plan.config, addr).await,

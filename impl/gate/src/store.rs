@@ -167,6 +167,10 @@ impl Store {
         migrations::enter_wal(&conn, BUSY_TIMEOUT)?;
         conn.pragma_update(None, "synchronous", "FULL")?;
         conn.pragma_update(None, "foreign_keys", true)?;
+        // A summary shows what a call would change (a diff, an entity's observations): what
+        // the gate deletes is overwritten, so a permanent delete's text does not outlive its
+        // raised request in free pages (spec vault.delete.permanent-gone).
+        conn.pragma_update(None, "secure_delete", true)?;
         let mut conn = conn;
         migrate(&mut conn, target_version)?;
         Ok(Store {

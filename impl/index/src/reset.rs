@@ -318,6 +318,11 @@ impl Tool for ResetVaultCache {
         tx.commit().map_err(fail)?;
         drop(conn);
         drop(live);
+        // r[impl index.reset.gone]
+        // What was cleared leaves no older copy in the write-ahead log.
+        if !index.scrub_wal() {
+            tracing::warn!("index: a reader kept the write-ahead log busy after a reset");
+        }
         if include.chunks {
             index.common().written();
             index.wake_warmer();

@@ -81,4 +81,8 @@ pub const MIGRATIONS: &[&str] = &[
          n  INTEGER NOT NULL
      ) STRICT;
      INSERT INTO index_epoch (id, n) VALUES (0, 0);",
+    // A deleted chunk's words leave the full-text index at once (FTS5's secure-delete
+    // option) instead of lingering in older segments until a merge: a permanent delete
+    // leaves no word of the note in cache.db (spec `vault.delete.permanent-gone`).
+    "INSERT INTO index_fts (index_fts, rank) VALUES ('secure-delete', 1);",
 ];

@@ -39,6 +39,33 @@ pub struct Memory {
 }
 
 impl Memory {
+    // r[impl memory.delete.permanent-gone]
+    /// After a permanent delete: the entity's note leaves the vault index, and neither the
+    /// index's nor the store's deleted rows keep an older copy in cache.db's log (the
+    /// connection overwrites what it deletes). A failure says the delete was applied.
+    pub(crate) fn scrub_deleted(
+        &self,
+        cx: &tc_tools::ToolCx<'_>,
+        note: Option<&tools::delete::DeletedNote>,
+    ) -> Result<(), tc_tools::ToolError> {
+        let applied = |e: tc_tools::ToolError| e.detail("applied", serde_json::json!(true));
+        if let (Some(note), Some(index)) = (note, cx.binding.index()) {
+            let path = tc_vault::path::VaultPath::parse(&note.path)
+                .map_err(|e| applied(tc_tools::ToolError::from(e)))?;
+            index.purge(&path).map_err(applied)?;
+        }
+        if !self.db.scrub_wal().map_err(|_| {
+            applied(tc_tools::ToolError::internal(
+                "checkpointing the memory store",
+            ))
+        })? {
+            tracing::warn!(
+                "memory: a reader kept the write-ahead log busy after a permanent delete"
+            );
+        }
+        Ok(())
+    }
+
     /// The memory of the vaults in `configs` (a vault not named uses the defaults) over `db`.
     pub fn new(
         db: SubsystemDb,

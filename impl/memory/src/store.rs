@@ -15,7 +15,12 @@ use rusqlite::{Connection, OptionalExtension, Row, params};
 use serde::{Deserialize, Serialize};
 
 /// The migrations of the memory tables (append only).
-pub const MIGRATIONS: &[&str] = &[V1];
+pub const MIGRATIONS: &[&str] = &[V1, V2];
+
+/// A deleted entity's words leave the full-text index at once (FTS5's secure-delete
+/// option) instead of lingering in older segments: a permanent delete leaves no
+/// observation in cache.db (spec `memory.delete.permanent-gone`).
+const V2: &str = "INSERT INTO memory_fts (memory_fts, rank) VALUES ('secure-delete', 1);";
 
 const V1: &str = "
 CREATE TABLE memory_entities (

@@ -111,6 +111,13 @@ impl Tool for DeleteNote {
         let shown = cx.may_read(&path);
         if args.permanent {
             cx.vault().delete(&path, &approved)?;
+            // r[impl vault.delete.permanent-gone]
+            // The note is gone: a purge that fails still says the delete was applied.
+            if let Some(index) = cx.binding.index() {
+                index
+                    .purge(&path)
+                    .map_err(|e| e.detail("applied", serde_json::json!(true)))?;
+            }
             Ok(DeleteNoteOutput {
                 path: path.as_str().to_owned(),
                 permanent: true,

@@ -42,6 +42,11 @@ pub trait LinkIndex: Send + Sync + fmt::Debug {
     /// resolver over them alone resolves such a link as one over the whole vault does.
     fn files_named(&self, name: &str) -> Vec<VaultPath>;
 
+    /// Forgets a note deleted permanently: its rows (chunks, words, links, tags,
+    /// embeddings) go at once, overwritten, and no older copy stays in the database's log
+    /// (spec `vault.delete.permanent-gone`).
+    fn purge(&self, path: &VaultPath) -> Result<(), ToolError>;
+
     /// The implementation, for the index crate's own tools.
     fn as_any(&self) -> &dyn Any;
 }

@@ -127,6 +127,10 @@ impl SubsystemDb {
             let _mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
             conn.pragma_update(None, "synchronous", "FULL")?;
             conn.pragma_update(None, "foreign_keys", true)?;
+            // r[impl vault.delete.permanent-gone]
+            // What a subsystem deletes is overwritten, not left in free pages: a permanent
+            // delete's text must not stay readable in cache.db.
+            conn.pragma_update(None, "secure_delete", true)?;
             Ok(())
         };
         setup(&conn).map_err(|e| SubsystemDbError::Open {
@@ -161,6 +165,16 @@ impl SubsystemDb {
         self.conn
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    // r[impl vault.delete.permanent-gone]
+    /// Moves every page of the write-ahead log into the database file and empties the log,
+    /// so content a delete overwrote leaves no older copy in `cache.db-wal`. A reader holding
+    /// an old snapshot can keep frames alive: the checkpoint then reports busy (`Ok(false)`).
+    pub fn scrub_wal(&self) -> rusqlite::Result<bool> {
+        let conn = self.lock();
+        let busy: i64 = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |row| row.get(0))?;
+        Ok(busy == 0)
     }
 
     /// The schema version of `component`'s tables in the open file (0: none yet).

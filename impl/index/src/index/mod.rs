@@ -280,6 +280,18 @@ impl VaultIndex {
     }
 
     /// The index tables' connection.
+    /// Empties cache.db's write-ahead log into the file (see [`SubsystemDb::scrub_wal`]);
+    /// false when a reader kept it busy or the checkpoint failed (logged).
+    pub(crate) fn scrub_wal(&self) -> bool {
+        match self.db.scrub_wal() {
+            Ok(done) => done,
+            Err(error) => {
+                tracing::warn!(%error, "index: checkpointing cache.db");
+                false
+            }
+        }
+    }
+
     pub(crate) fn conn(&self) -> MutexGuard<'_, Connection> {
         self.db.lock()
     }
@@ -589,6 +601,20 @@ impl LinkIndex for VaultIndex {
             .get(&name_key(name))
             .map(|set| set.iter().cloned().collect())
             .unwrap_or_default()
+    }
+
+    // r[impl vault.delete.permanent-gone]
+    fn purge(&self, path: &VaultPath) -> Result<(), ToolError> {
+        // The file is gone: reconciling removes its rows, overwritten (secure_delete).
+        let _ = path;
+        self.refresh()
+            .map_err(|e| e.to_tool_error("purging a deleted note from the vault index"))?;
+        if !self.scrub_wal() {
+            tracing::warn!(
+                "index: a reader kept the write-ahead log busy after a permanent delete"
+            );
+        }
+        Ok(())
     }
 
     fn as_any(&self) -> &dyn Any {

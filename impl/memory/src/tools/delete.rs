@@ -416,6 +416,10 @@ impl Tool for DeleteEntity {
         )?;
         let (entity, relations_removed) = done.value;
         let note = removed.lock().unwrap_or_else(|p| p.into_inner()).take();
+        // r[impl memory.delete.permanent-gone]
+        if args.permanent {
+            self.0.scrub_deleted(cx, note.as_ref())?;
+        }
         Ok(DeleteEntityOutput {
             vault: cx.vault().id().to_owned(),
             entity: EntityView::from(&entity),
