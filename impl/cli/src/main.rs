@@ -9,6 +9,7 @@
 mod cli;
 mod elicit;
 mod events;
+mod logging;
 mod pending;
 mod rerun;
 mod serve;
@@ -85,16 +86,8 @@ fn main() -> ExitCode {
     }
 }
 
-// r[impl cli.serve.stderr]
 fn run_serve(args: &cli::ServeArgs, env: &CacheEnv) -> Result<String, Refusal> {
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .with_ansi(false)
-        .init();
+    logging::init();
     let plan = serve::plan(args, env)?;
     tracing::info!(
         vaults = plan.config.vaults.len(),

@@ -418,7 +418,7 @@ impl ServerCore {
                         Ok(result) => (result, "ok"),
                         Err(error) => (crate::results::failure(&error), error.code.as_str()),
                     };
-                    self.record_outcome(tool, &caller.id, outcome);
+                    self.record_outcome(tool, &caller.id, outcome, started);
                     return Ok(CallToolResponse::Complete(result));
                 }
             };
@@ -442,7 +442,7 @@ impl ServerCore {
         };
         let response = match step {
             Step::InputRequired(result) => {
-                self.record_outcome(tool, &caller.id, "input_required");
+                self.record_outcome(tool, &caller.id, "input_required", started);
                 CallToolResponse::InputRequired(result)
             }
             Step::Done(key, outcome) => {
@@ -470,14 +470,14 @@ impl ServerCore {
                 };
                 let result = match governed {
                     Ok(result) => {
-                        self.record_outcome(tool, &caller.id, "ok");
+                        self.record_outcome(tool, &caller.id, "ok", started);
                         result
                     }
                     Err(error) => {
                         if let Some(key) = key {
                             self.record_failure(key, &error).await;
                         }
-                        self.record_outcome(tool, &caller.id, error.code.as_str());
+                        self.record_outcome(tool, &caller.id, error.code.as_str(), started);
                         crate::results::failure(&error)
                     }
                 };

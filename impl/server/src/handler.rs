@@ -16,7 +16,7 @@ use rmcp::model::{
     PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities,
     ServerConfig, Tool,
 };
-use rmcp::service::{RequestContext, RoleServer};
+use rmcp::service::{NotificationContext, RequestContext, RoleServer};
 use rmcp::{ErrorData, ServerHandler};
 use serde_json::Value;
 
@@ -90,6 +90,32 @@ impl ServerHandler for ObsidianTc {
             request.params.as_ref(),
             modern,
         ))
+    }
+
+    // r[impl cli.serve.log-lines]
+    /// A session's one log line, when its client says it is initialized (stdio, or an HTTP
+    /// session of the eras with `initialize`): the transport, the caller by its hash, and
+    /// who the client says it is, never the rest of what it sent.
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        let caller = match self.transport {
+            Transport::Stdio => Some(Caller::stdio()),
+            Transport::Http => context
+                .extensions
+                .get::<Parts>()
+                .and_then(|parts| parts.extensions.get::<Caller>())
+                .cloned(),
+        };
+        let caller = caller.map_or_else(String::new, |caller| tc_gate::caller_hash(&caller.id));
+        let peer = context.peer.peer_info();
+        let client = peer.as_ref().map(|peer| &peer.client_info);
+        tracing::info!(
+            transport = ?self.transport,
+            %caller,
+            client = client.map_or("", |c| c.name.as_str()),
+            version = client.map_or("", |c| c.version.as_str()),
+            protocol = %peer.as_ref().map(|p| p.protocol_version.to_string()).unwrap_or_default(),
+            "session opened"
+        );
     }
 
     fn get_info(&self) -> ServerConfig {

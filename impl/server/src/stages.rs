@@ -108,10 +108,27 @@ impl ServerCore {
     // r[impl dispatch.events]
     /// The events stage: the gate's durable events are already written by the stages that
     /// caused them; here its counters reach the metrics and the outcome reaches the log.
-    pub(crate) fn record_outcome(&self, tool: &str, caller: &str, outcome: &str) {
+    // r[impl cli.serve.log-lines]
+    // r[impl cli.serve.log-private]
+    /// The call's one log line names the tool, the caller by its hash, the outcome code and
+    /// how long the call took since `started`; never its arguments or its result.
+    pub(crate) fn record_outcome(
+        &self,
+        tool: &str,
+        caller: &str,
+        outcome: &str,
+        started: std::time::Instant,
+    ) {
         self.metrics.absorb_gate(&self.gate().counters());
         self.metrics.confirmation_answer_refused(outcome);
-        tracing::info!(tool, caller = %caller_hash(caller), outcome, "tools/call");
+        let duration_ms = started.elapsed().as_millis();
+        tracing::info!(
+            %tool,
+            caller = %caller_hash(caller),
+            %outcome,
+            duration_ms,
+            "tools/call"
+        );
     }
 }
 
