@@ -16,7 +16,9 @@ use std::sync::Arc;
 use tc_server::auth::check_bind;
 use tc_server::config::{CacheEnv, Config};
 use tc_server::metrics::Metrics;
-use tc_server::serve::{approval_flags, approval_program, assemble, serve_http, serve_stdio};
+use tc_server::serve::{
+    StopSignals, approval_flags, approval_program, assemble, bind_http, serve_http, serve_stdio,
+};
 
 use crate::Refusal;
 use crate::cli::ServeArgs;
@@ -82,14 +84,29 @@ pub fn plan(args: &ServeArgs, env: &CacheEnv) -> Result<ServePlan, Refusal> {
 
 // r[impl state.key.startup-line]
 // r[impl cli.serve.transports]
-/// Starts the server of `plan` and serves until the client (stdio) or the process (HTTP)
-/// ends. Returns what goes to stdout: nothing, since stdout is the stdio transport's.
+// r[impl cli.serve.http-bind-first]
+// r[impl cli.serve.signals]
+/// Starts the server of `plan` and serves until the client (stdio) goes away or SIGINT or
+/// SIGTERM arrives. The signals are listened for before anything else, and the HTTP address
+/// is bound before the server is assembled, so a busy port fails at once and a stop asked
+/// for during start-up is kept. Returns what goes to stdout: nothing, since stdout is the
+/// stdio transport's.
 pub fn run(plan: ServePlan) -> Result<String, Refusal> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .map_err(|e| Refusal::new(format!("cannot start the async runtime: {e}")))?;
-    runtime.block_on(async move {
+    let outcome = runtime.block_on(async move {
+        let stop = StopSignals::install()
+            .map_err(|e| Refusal::new(format!("cannot listen for stop signals: {e}")))?;
+        let listener = match plan.transport {
+            Transport::Stdio => None,
+            Transport::Http(addr) => Some(
+                bind_http(&plan.config, addr)
+                    .await
+                    .map_err(|e| Refusal::new(e.to_string()))?,
+            ),
+        };
         let assembled = assemble(
             &plan.config,
             &plan.cache_dir,
@@ -102,11 +119,16 @@ pub fn run(plan: ServePlan) -> Result<String, Refusal> {
         // Through the logger, so RUST_LOG governs it like every other line on stderr
         // (spec/cli.md `cli.serve.log-lines`).
         tracing::info!("{}", assembled.key_source.startup_line());
-        let served = match plan.transport {
-            Transport::Stdio => serve_stdio(assembled.core).await,
-            Transport::Http(addr) => serve_http(assembled.core, &plan.config, addr).await,
+        let served = match listener {
+            None => serve_stdio(assembled.core, stop.received()).await,
+            Some(listener) => {
+                serve_http(assembled.core, &plan.config, listener, stop.received()).await
+            }
         };
         served.map_err(|e| Refusal::new(e.to_string()))?;
         Ok(String::new())
-    })
+    });
+    // Blocking work left behind (a stdin read, an index build) must not hold the exit.
+    runtime.shutdown_background();
+    outcome
 }

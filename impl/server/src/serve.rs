@@ -7,9 +7,11 @@
 //! vaults are bound, and the transport starts answering. Logs go to stderr only; stdout
 //! belongs to the stdio transport.
 
+use std::future::{Future, IntoFuture};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::Router;
 use rmcp::ServiceExt;
@@ -19,6 +21,7 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use tc_gate::clock::{OsEntropy, SystemClock};
 use tc_gate::keys::{KeySource, ServerSecret};
 use tc_gate::{CACHE_DB_FILE, Store};
+use tokio::net::TcpListener;
 
 use crate::auth::{Authenticator, check_bind};
 use crate::config::Config;
@@ -51,7 +54,7 @@ pub enum ServeError {
     Auth(#[from] crate::auth::AuthSetupError),
     #[error(transparent)]
     Bind(#[from] crate::auth::BindRefused),
-    #[error("cannot listen on {addr}: {source}; pick a free address")]
+    #[error("cannot listen on {addr}: {source}{}", listen_hint(source))]
     Listen {
         addr: SocketAddr,
         #[source]
@@ -158,15 +161,25 @@ pub fn approval_program(current_exe: &Path, path: Option<&std::ffi::OsStr>) -> O
 }
 
 // r[impl cli.serve.stdio-eof-exit]
-/// Serves MCP over this process's stdin and stdout until the client goes away. The client
-/// closing stdin ends the session normally, also before the handshake (a client that only
-/// probed with `server/discover`, or sent nothing).
-pub async fn serve_stdio(core: Arc<ServerCore>) -> Result<(), ServeError> {
+// r[impl cli.serve.signals]
+/// Serves MCP over this process's stdin and stdout until the client goes away or `stop`
+/// resolves (SIGINT or SIGTERM, see [`StopSignals`]). The client closing stdin ends the
+/// session normally, also before the handshake (a client that only probed with
+/// `server/discover`, or sent nothing).
+pub async fn serve_stdio(
+    core: Arc<ServerCore>,
+    stop: impl Future<Output = &'static str> + Send,
+) -> Result<(), ServeError> {
     let sweeper = AbortOnDrop(core.spawn_sweeper());
     let (stdin, stdout) = rmcp::transport::stdio();
-    let served = ObsidianTc::new(core, Transport::Stdio)
-        .serve(JsonLines::new(stdin, stdout))
-        .await;
+    tokio::pin!(stop);
+    let served = tokio::select! {
+        served = ObsidianTc::new(core, Transport::Stdio).serve(JsonLines::new(stdin, stdout)) => served,
+        signal = &mut stop => {
+            tracing::info!("stopping: {signal} received before the handshake");
+            return Ok(());
+        }
+    };
     let running = match served {
         Ok(running) => running,
         Err(ServerInitializeError::ConnectionClosed(_)) => {
@@ -175,10 +188,23 @@ pub async fn serve_stdio(core: Arc<ServerCore>) -> Result<(), ServeError> {
         }
         Err(e) => return Err(ServeError::Session(e.to_string())),
     };
-    running
-        .waiting()
-        .await
-        .map_err(|e| ServeError::Session(e.to_string()))?;
+    let token = running.cancellation_token();
+    let waiting = running.waiting();
+    tokio::pin!(waiting);
+    tokio::select! {
+        ended = &mut waiting => {
+            ended.map_err(|e| ServeError::Session(e.to_string()))?;
+        }
+        signal = &mut stop => {
+            tracing::info!("stopping: {signal} received; ending the stdio session");
+            token.cancel();
+            // The session ends once its loop sees the cancellation; a handler that does
+            // not yield is not waited for past the grace period.
+            if tokio::time::timeout(SHUTDOWN_GRACE, waiting).await.is_err() {
+                tracing::warn!("stopping: the session did not end within {} s", SHUTDOWN_GRACE.as_secs());
+            }
+        }
+    }
     drop(sweeper);
     Ok(())
 }
@@ -197,36 +223,164 @@ impl Drop for AbortOnDrop {
 /// session to its opener. rmcp's own Host check is off because http.rs applies the
 /// bind-aware one.
 pub fn http_app(core: Arc<ServerCore>, auth: Arc<Authenticator>, bound: SocketAddr) -> Router {
+    http_app_parts(core, auth, bound).0
+}
+
+/// [`http_app`], and the handle that ends every MCP session and event stream it serves.
+fn http_app_parts(
+    core: Arc<ServerCore>,
+    auth: Arc<Authenticator>,
+    bound: SocketAddr,
+) -> (Router, StreamsHandle) {
     let metrics = Arc::clone(core.metrics());
     let sessions = Arc::new(LocalSessionManager::default());
     let state = HttpState::new(auth, metrics, bound, Arc::clone(&sessions));
+    let config = StreamableHttpServerConfig::default().disable_allowed_hosts();
+    let token = config.cancellation_token.clone();
+    let streams = StreamsHandle(Box::new(move || token.cancel()));
     let service = StreamableHttpService::new(
         move || Ok(ObsidianTc::new(Arc::clone(&core), Transport::Http)),
         sessions,
-        StreamableHttpServerConfig::default().disable_allowed_hosts(),
+        config,
     );
-    http::router(state, Router::new().route_service("/", service))
+    (
+        http::router(state, Router::new().route_service("/", service)),
+        streams,
+    )
 }
 
-/// Serves Streamable HTTP at `http://ADDR/mcp` until the process is stopped.
+/// rmcp's token for every session, event stream and stateless request of one service.
+struct StreamsHandle(Box<dyn Fn() + Send + Sync>);
+
+impl StreamsHandle {
+    fn cancel(&self) {
+        (self.0)();
+    }
+}
+
+// r[impl cli.serve.http-bind-first]
+/// Binds the HTTP listener on `addr` (after checking the auth mode allows that address),
+/// before anything slow happens, so a busy or forbidden address is refused at once.
+pub async fn bind_http(config: &Config, addr: SocketAddr) -> Result<TcpListener, ServeError> {
+    check_bind(config.auth.mode, addr)?;
+    TcpListener::bind(addr)
+        .await
+        .map_err(|source| ServeError::Listen { addr, source })
+}
+
+// r[impl cli.serve.signals]
+/// Serves Streamable HTTP at `http://ADDR/mcp` on `listener` until `stop` resolves. Then it
+/// accepts no more connections, lets requests in flight finish for up to
+/// [`SHUTDOWN_GRACE`], and cancels whatever still runs (event streams included).
 pub async fn serve_http(
     core: Arc<ServerCore>,
     config: &Config,
-    addr: SocketAddr,
+    listener: TcpListener,
+    stop: impl Future<Output = &'static str> + Send + 'static,
 ) -> Result<(), ServeError> {
-    check_bind(config.auth.mode, addr)?;
     let auth = Arc::new(Authenticator::from_config(&config.auth)?);
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .map_err(|source| ServeError::Listen { addr, source })?;
-    let bound = listener
-        .local_addr()
-        .map_err(|source| ServeError::Listen { addr, source })?;
+    let bound = listener.local_addr().map_err(|source| ServeError::Listen {
+        addr: SocketAddr::from(([0, 0, 0, 0], 0)),
+        source,
+    })?;
     tracing::info!(%bound, "serving Streamable HTTP at http://{bound}/mcp");
     let _sweeper = AbortOnDrop(core.spawn_sweeper());
-    axum::serve(listener, http_app(core, auth, bound))
-        .await
-        .map_err(|e| ServeError::Session(e.to_string()))
+    let (app, streams) = http_app_parts(core, auth, bound);
+    let (stopping, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = axum::serve(listener, app).with_graceful_shutdown(async move {
+        let signal = stop.await;
+        tracing::info!(
+            "stopping: {signal} received; no new connections, requests in flight have {} s to finish",
+            SHUTDOWN_GRACE.as_secs()
+        );
+        let _ = stopping.send(());
+    });
+    let grace_over = async move {
+        if stopped.await.is_ok() {
+            tokio::time::sleep(SHUTDOWN_GRACE).await;
+        } else {
+            std::future::pending::<()>().await;
+        }
+    };
+    tokio::select! {
+        served = server.into_future() => {
+            streams.cancel();
+            served.map_err(|e| ServeError::Session(e.to_string()))?;
+        }
+        () = grace_over => {
+            tracing::warn!(
+                "stopping: requests still in flight after {} s are cancelled",
+                SHUTDOWN_GRACE.as_secs()
+            );
+            streams.cancel();
+        }
+    }
+    Ok(())
+}
+
+/// How long requests in flight may run once the server is asked to stop.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+
+// r[impl cli.serve.signals]
+/// SIGINT and SIGTERM, listened for from the moment [`StopSignals::install`] returns, so a
+/// signal that arrives while the server starts is not lost, and a SIGINT a parent told this
+/// process to ignore (`nohup`, a shell's `&`) still stops it.
+#[derive(Debug)]
+pub struct StopSignals {
+    #[cfg(unix)]
+    interrupt: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    terminate: tokio::signal::unix::Signal,
+}
+
+impl StopSignals {
+    /// Installs the handlers; must run inside a tokio runtime.
+    pub fn install() -> std::io::Result<Self> {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            Ok(StopSignals {
+                interrupt: signal(SignalKind::interrupt())?,
+                terminate: signal(SignalKind::terminate())?,
+            })
+        }
+        #[cfg(not(unix))]
+        {
+            Ok(StopSignals {})
+        }
+    }
+
+    /// Resolves with the signal's name once either arrives.
+    pub async fn received(mut self) -> &'static str {
+        #[cfg(unix)]
+        {
+            tokio::select! {
+                _ = self.interrupt.recv() => "SIGINT",
+                _ = self.terminate.recv() => "SIGTERM",
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = tokio::signal::ctrl_c().await;
+            "Ctrl-C"
+        }
+    }
+}
+
+/// What to do about an address that cannot be listened on.
+fn listen_hint(source: &std::io::Error) -> &'static str {
+    match source.kind() {
+        std::io::ErrorKind::AddrInUse => {
+            "; another process is listening there: stop it or pass another --http address"
+        }
+        std::io::ErrorKind::AddrNotAvailable => {
+            "; this machine has no such address: pass one of its own to --http"
+        }
+        std::io::ErrorKind::PermissionDenied => {
+            "; ports below 1024 need privileges: pick a higher port"
+        }
+        _ => "; pick another --http address",
+    }
 }
 
 // r[impl config.cache-dir.shared-startup]
