@@ -26,6 +26,7 @@ pub mod locate;
 pub mod note;
 pub mod path;
 pub mod rewrite;
+pub mod sections;
 pub mod tasks;
 #[cfg(test)]
 pub(crate) mod test_support;

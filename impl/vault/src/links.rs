@@ -69,7 +69,7 @@ pub fn find_links(content: &str) -> Vec<Link> {
 }
 
 /// A fence opens with 3+ backticks or tildes after at most 3 spaces.
-fn opens_fence(line: &str) -> Option<(u8, usize)> {
+pub(crate) fn opens_fence(line: &str) -> Option<(u8, usize)> {
     let indent = line.len() - line.trim_start_matches(' ').len();
     if indent > 3 {
         return None;
@@ -87,7 +87,7 @@ fn opens_fence(line: &str) -> Option<(u8, usize)> {
     Some((ch, run))
 }
 
-fn closes_fence(line: &str, ch: u8, len: usize) -> bool {
+pub(crate) fn closes_fence(line: &str, ch: u8, len: usize) -> bool {
     let indent = line.len() - line.trim_start_matches(' ').len();
     if indent > 3 {
         return false;
