@@ -87,6 +87,25 @@ pub struct Config {
     /// `[tools]`: `families`, the tool families served (default all of them).
     #[serde(default)]
     pub tools: ToolsConfig,
+    /// `[http]`: the `Host` and `Origin` values the HTTP server accepts besides its own.
+    #[serde(default)]
+    pub http: HttpConfig,
+}
+
+// r[impl config.http.allowed]
+/// `[http]`: exceptions to the HTTP server's Host and Origin checks (spec/auth.md
+/// `auth.host-origin.host`, `auth.host-origin.origin`), each an exact value, compared
+/// without regard to case: a public name a reverse proxy forwards, a local inspector's page.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct HttpConfig {
+    /// `allowedHosts`: `Host` values (`name` or `name:port`) accepted besides the bound
+    /// address's.
+    #[serde(default)]
+    pub allowed_hosts: Vec<String>,
+    /// `allowedOrigins`: origins (`scheme://host[:port]`) accepted besides the `Host`'s own.
+    #[serde(default)]
+    pub allowed_origins: Vec<String>,
 }
 
 /// `[tools]`.
@@ -329,6 +348,7 @@ impl Default for Config {
             tool_facade: crate::facade::ToolFacadeConfig::default(),
             sessions: tc_sessions::SessionsConfig::default(),
             tools: ToolsConfig::default(),
+            http: HttpConfig::default(),
         }
     }
 }

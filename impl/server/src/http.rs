@@ -3,19 +3,23 @@
 //!
 //! Routes: `GET /healthz` (200 `ok`), `GET /metrics` (the registry of [`crate::metrics`]),
 //! and `/mcp`, where the MCP Streamable HTTP service is nested behind bearer authentication.
-//! Two checks guard every route against DNS rebinding and cross-site requests:
+//! Two checks guard every route against DNS rebinding and cross-site requests (spec/auth.md
+//! `auth.host-origin`, `auth.host-origin.host`, `auth.host-origin.origin`; spec/config.md
+//! `config.http.allowed`):
 //!
-//! - **Host**: on a server bound to a specific address, the `Host` must name that address
-//!   and port, or a loopback form of it (`localhost`, `127.0.0.1`, `[::1]`) when the bind is
-//!   loopback. Anything else is answered **421 Misdirected Request** (RFC 9110 §15.5.20: the
-//!   request was aimed at an authority this server does not serve). A server bound to the
-//!   unspecified address (`0.0.0.0`, `[::]`) cannot know the names it is reached by behind
-//!   a proxy, so it accepts any `Host`; such a bind is only possible under `jwt` or `oidc`
-//!   (see [`crate::auth::check_bind`]), where every `/mcp` request needs a token anyway.
+//! - **Host**: it must name the bound port and the bound address, a loopback name
+//!   (`localhost`, `127.0.0.1`, `[::1]`) when the bind is loopback, or a value listed in
+//!   `http.allowedHosts`. A server bound to the unspecified address (`0.0.0.0`, `[::]`, only
+//!   under `jwt` or `oidc`, see [`crate::auth::check_bind`]) takes, besides the list, an IP
+//!   address or `localhost` on its port: those name this machine without a DNS name an
+//!   attacker could point elsewhere.
 //! - **Origin**: absent is fine (non-browser clients send none). Present, it must be the
-//!   same origin as the request's `Host`, or a loopback origin when the server itself is
-//!   bound to loopback (a local browser-based client such as an inspector); otherwise
-//!   **403 Forbidden**. `Origin: null` is refused.
+//!   `Host`'s own origin (scheme `http`, same name, same port), or listed exactly in
+//!   `http.allowedOrigins` (a local inspector's page, say): a page another program serves on
+//!   another loopback port is refused. `Origin: null` is refused.
+//!
+//! Either refusal is **403 Forbidden** with one short line naming the refused header
+//! (spec `auth.host-origin.refusal`).
 //!
 //! A request body on `/mcp` over [`MAX_MESSAGE_BYTES`] (the limit stdio puts on one message,
 //! spec `config.message-limit.addressed`) is answered **413 Payload Too Large** before it
@@ -44,7 +48,7 @@ use axum::routing::get;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 
 use crate::auth::{AuthError, Authenticator, Caller};
-use crate::config::is_loopback_host;
+use crate::config::HttpConfig;
 use crate::metrics::{self, Metrics};
 pub use crate::stdio::MAX_MESSAGE_BYTES;
 pub use sessions::SessionOwners;
@@ -75,78 +79,120 @@ impl HttpState {
             sessions: Arc::new(SessionOwners::tracking(sessions)),
         }
     }
+
+    /// Also accepts the exact `Host` and `Origin` values of `[http]`.
+    pub fn allowing(mut self, http: &HttpConfig) -> Self {
+        let mut hosts = (*self.hosts).clone();
+        for host in &http.allowed_hosts {
+            hosts = hosts.allow_host(host);
+        }
+        for origin in &http.allowed_origins {
+            hosts = hosts.allow_origin(origin);
+        }
+        self.hosts = Arc::new(hosts);
+        self
+    }
 }
 
-/// Which `Host` and `Origin` values the server accepts, from the address it is bound to.
+/// Which `Host` and `Origin` values the server accepts: from the address it is bound to,
+/// and the exact exceptions of `[http]` (spec/config.md `config.http.allowed`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HostPolicy {
-    /// None: any host (an unspecified bind address).
-    allowed: Option<BTreeSet<String>>,
-    loopback_bind: bool,
+    /// The bound port: every accepted `Host` names it (80 when it names none).
+    port: u16,
+    /// The host names a `Host` may carry; `None` for an unspecified bind address, where
+    /// any IP address literal or `localhost` is accepted (no DNS name, nothing to rebind).
+    names: Option<BTreeSet<String>>,
+    /// `http.allowedHosts`, lowercase.
+    extra_hosts: BTreeSet<String>,
+    /// `http.allowedOrigins`, lowercase, accepted whatever the `Host`.
+    extra_origins: BTreeSet<String>,
 }
 
 impl HostPolicy {
     pub fn for_bind(bound: SocketAddr) -> Self {
         let ip = bound.ip();
-        let port = bound.port();
-        if ip.is_unspecified() {
-            return HostPolicy {
-                allowed: None,
-                loopback_bind: false,
-            };
-        }
-        let mut names = vec![authority_of_ip(ip)];
-        if ip.is_loopback() {
-            names.push("localhost".to_owned());
-            names.push(authority_of_ip(IpAddr::V4(Ipv4Addr::LOCALHOST)));
-            names.push(authority_of_ip(IpAddr::V6(Ipv6Addr::LOCALHOST)));
-        }
-        let mut allowed = BTreeSet::new();
-        for name in names {
-            allowed.insert(format!("{name}:{port}"));
-            if port == 80 {
-                allowed.insert(name);
+        let names = (!ip.is_unspecified()).then(|| {
+            let mut names = BTreeSet::from([authority_of_ip(ip)]);
+            if ip.is_loopback() {
+                names.insert("localhost".to_owned());
+                names.insert(authority_of_ip(IpAddr::V4(Ipv4Addr::LOCALHOST)));
+                names.insert(authority_of_ip(IpAddr::V6(Ipv6Addr::LOCALHOST)));
             }
-        }
+            names
+        });
         HostPolicy {
-            allowed: Some(allowed),
-            loopback_bind: ip.is_loopback(),
+            port: bound.port(),
+            names,
+            extra_hosts: BTreeSet::new(),
+            extra_origins: BTreeSet::new(),
         }
     }
 
-    /// Also accepts `host` (a `name` or `name:port`, as a `Host` header carries it), e.g.
-    /// a public name a proxy forwards.
+    /// Also accepts `host` (a `name` or `name:port`, exactly as a `Host` header carries it),
+    /// e.g. a public name a proxy forwards (`http.allowedHosts`).
     pub fn allow_host(mut self, host: &str) -> Self {
-        if let Some(allowed) = &mut self.allowed {
-            allowed.insert(host.to_ascii_lowercase());
-        }
+        self.extra_hosts.insert(host.trim().to_ascii_lowercase());
         self
     }
 
-    /// Whether a request with this `Host` is aimed at this server.
+    /// Also accepts this exact `Origin` (`http.allowedOrigins`), e.g. a local inspector's
+    /// page on another port.
+    pub fn allow_origin(mut self, origin: &str) -> Self {
+        self.extra_origins
+            .insert(origin.trim().to_ascii_lowercase());
+        self
+    }
+
+    // r[impl auth.host-origin.host]
+    /// Whether a request with this `Host` is aimed at this server: the bound address and
+    /// port (a loopback bind also answers to the loopback names; an unspecified bind to any
+    /// IP address literal and `localhost`), or a listed exception.
     pub fn host_allowed(&self, host: &str) -> bool {
-        match &self.allowed {
-            None => true,
-            Some(allowed) => allowed.contains(&host.trim().to_ascii_lowercase()),
+        let host = host.trim().to_ascii_lowercase();
+        if self.extra_hosts.contains(&host) {
+            return true;
+        }
+        let Some((name, port)) = split_host(&host) else {
+            return false;
+        };
+        if port.unwrap_or(80) != self.port {
+            return false;
+        }
+        match &self.names {
+            Some(names) => names.contains(&name),
+            None => name == "localhost" || is_ip_literal(&name),
         }
     }
 
-    /// Whether a request carrying this `Origin`, sent to `host`, may be served.
+    // r[impl auth.host-origin.origin]
+    /// Whether a request carrying this `Origin`, sent to `host`, may be served: the origin
+    /// is the `Host`'s own (scheme `http`, the same name and port; either scheme on its
+    /// default port when the `Host` names no port, as behind a TLS-terminating proxy), or a
+    /// listed exception. Another port, scheme or loopback name is another origin.
     pub fn origin_allowed(&self, origin: &str, host: Option<&str>) -> bool {
-        let Some((origin_host, origin_port)) = parse_origin(origin) else {
-            return false;
-        };
-        if self.loopback_bind && is_loopback_host(&origin_host) {
+        if self
+            .extra_origins
+            .contains(&origin.trim().to_ascii_lowercase())
+        {
             return true;
         }
-        let Some(host) = host else {
+        let Some((scheme, origin_host, origin_port)) = parse_origin(origin) else {
             return false;
         };
-        let Some((host_name, host_port)) = split_host(host) else {
+        let Some((host_name, host_port)) = host.and_then(split_host) else {
             return false;
         };
-        // A Host without a port (behind a TLS-terminating proxy) names only the host.
-        host_name == origin_host && host_port.is_none_or(|port| port == origin_port)
+        if host_name != origin_host {
+            return false;
+        }
+        match host_port {
+            Some(port) => scheme == "http" && origin_port == port,
+            None => matches!(
+                (scheme.as_str(), origin_port),
+                ("http", 80) | ("https", 443)
+            ),
+        }
     }
 }
 
@@ -157,9 +203,25 @@ fn authority_of_ip(ip: IpAddr) -> String {
     }
 }
 
-/// `scheme://host[:port]` → (lowercase host as in a Host header, effective port).
-fn parse_origin(origin: &str) -> Option<(String, u16)> {
-    let uri: Uri = origin.trim().parse().ok()?;
+/// Whether `name` (a host as a `Host` header carries it) is an IP address literal.
+fn is_ip_literal(name: &str) -> bool {
+    let bare = name
+        .strip_prefix('[')
+        .and_then(|rest| rest.strip_suffix(']'))
+        .unwrap_or(name);
+    bare.parse::<IpAddr>().is_ok()
+}
+
+/// `scheme://host[:port]`, nothing after it → (lowercase scheme, lowercase host as in a Host
+/// header, effective port). `None` for anything else: `null`, a path, user info, another
+/// scheme.
+pub(crate) fn parse_origin(origin: &str) -> Option<(String, String, u16)> {
+    let origin = origin.trim();
+    let (_, rest) = origin.split_once("://")?;
+    if rest.is_empty() || rest.contains(['/', '?', '#', '@']) {
+        return None;
+    }
+    let uri: Uri = origin.parse().ok()?;
     let scheme = uri.scheme_str()?.to_ascii_lowercase();
     let authority = uri.authority()?;
     let default_port = match scheme.as_str() {
@@ -168,6 +230,7 @@ fn parse_origin(origin: &str) -> Option<(String, u16)> {
         _ => return None,
     };
     Some((
+        scheme,
         authority.host().to_ascii_lowercase(),
         authority.port_u16().unwrap_or(default_port),
     ))
@@ -175,6 +238,9 @@ fn parse_origin(origin: &str) -> Option<(String, u16)> {
 
 /// A Host header value → (lowercase host, explicit port).
 fn split_host(host: &str) -> Option<(String, Option<u16>)> {
+    if host.contains('@') {
+        return None;
+    }
     let authority: axum::http::uri::Authority = host.trim().parse().ok()?;
     Some((authority.host().to_ascii_lowercase(), authority.port_u16()))
 }
@@ -231,6 +297,9 @@ fn request_host(request: &Request) -> Option<String> {
 }
 
 // r[impl auth.host-origin]
+// r[impl auth.host-origin.refusal]
+/// The Host and Origin checks, in front of every route. A refusal is 403 with one short line
+/// naming the header, and nothing that would help a page probe further.
 async fn check_host_origin(
     State(state): State<HttpState>,
     request: Request,
@@ -240,8 +309,8 @@ async fn check_host_origin(
     let host_ok = host.as_deref().is_some_and(|h| state.hosts.host_allowed(h));
     if !host_ok {
         return (
-            StatusCode::MISDIRECTED_REQUEST,
-            "this server does not answer for that Host; connect to the address it is bound to\n",
+            StatusCode::FORBIDDEN,
+            "Host refused: connect to the address the server is bound to\n",
         )
             .into_response();
     }
@@ -252,7 +321,7 @@ async fn check_host_origin(
         if !allowed {
             return (
                 StatusCode::FORBIDDEN,
-                "cross-origin requests are not accepted by this server\n",
+                "Origin refused: only the server's own origin and http.allowedOrigins\n",
             )
                 .into_response();
         }

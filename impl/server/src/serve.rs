@@ -24,7 +24,7 @@ use tc_gate::{CACHE_DB_FILE, Store};
 use tokio::net::TcpListener;
 
 use crate::auth::{Authenticator, check_bind};
-use crate::config::Config;
+use crate::config::{Config, HttpConfig};
 use crate::dispatch::{BuildError, CoreParts, ServerCore, Transport};
 use crate::handler::ObsidianTc;
 use crate::http::{self, HttpState};
@@ -223,7 +223,7 @@ impl Drop for AbortOnDrop {
 /// session to its opener. rmcp's own Host check is off because http.rs applies the
 /// bind-aware one.
 pub fn http_app(core: Arc<ServerCore>, auth: Arc<Authenticator>, bound: SocketAddr) -> Router {
-    http_app_parts(core, auth, bound).0
+    http_app_parts(core, auth, bound, &HttpConfig::default()).0
 }
 
 /// [`http_app`], and the handle that ends every MCP session and event stream it serves.
@@ -231,10 +231,11 @@ fn http_app_parts(
     core: Arc<ServerCore>,
     auth: Arc<Authenticator>,
     bound: SocketAddr,
+    http: &HttpConfig,
 ) -> (Router, StreamsHandle) {
     let metrics = Arc::clone(core.metrics());
     let sessions = Arc::new(LocalSessionManager::default());
-    let state = HttpState::new(auth, metrics, bound, Arc::clone(&sessions));
+    let state = HttpState::new(auth, metrics, bound, Arc::clone(&sessions)).allowing(http);
     let config = StreamableHttpServerConfig::default().disable_allowed_hosts();
     let token = config.cancellation_token.clone();
     let streams = StreamsHandle(Box::new(move || token.cancel()));
@@ -285,7 +286,7 @@ pub async fn serve_http(
     })?;
     tracing::info!(%bound, "serving Streamable HTTP at http://{bound}/mcp");
     let _sweeper = AbortOnDrop(core.spawn_sweeper());
-    let (app, streams) = http_app_parts(core, auth, bound);
+    let (app, streams) = http_app_parts(core, auth, bound, &config.http);
     let (stopping, stopped) = tokio::sync::oneshot::channel::<()>();
     let server = axum::serve(listener, app).with_graceful_shutdown(async move {
         let signal = stop.await;

@@ -209,7 +209,7 @@ async fn metrics_never_name_a_caller() {
 
 // r[verify auth.host-origin]
 #[tokio::test]
-async fn a_foreign_host_is_misdirected() {
+async fn a_foreign_host_is_refused() {
     let (app, _) = app(Authenticator::none(), HOST);
     for good in [HOST, "localhost:8080", "LOCALHOST:8080", "[::1]:8080"] {
         let response = send(&app, get("/healthz", Some(good))).await;
@@ -222,15 +222,18 @@ async fn a_foreign_host_is_misdirected() {
         "localhost",
     ] {
         let response = send(&app, get("/healthz", Some(bad))).await;
-        assert_eq!(response.status(), StatusCode::MISDIRECTED_REQUEST, "{bad}");
+        assert_eq!(response.status(), StatusCode::FORBIDDEN, "{bad}");
     }
     let response = send(&app, get("/mcp", None)).await;
-    assert_eq!(response.status(), StatusCode::MISDIRECTED_REQUEST);
+    assert_eq!(response.status(), StatusCode::FORBIDDEN);
 
-    // An unspecified bind (jwt/oidc only) cannot know its public names: any Host passes.
+    // An unspecified bind (jwt/oidc only) takes an IP address on its port, and a name only
+    // when http.allowedHosts lists it (see tests/http_containment.rs).
     let (open, _) = self::app(jwt_auth(), "0.0.0.0:8443");
-    let response = send(&open, get("/healthz", Some("mcp.example.com"))).await;
+    let response = send(&open, get("/healthz", Some("192.0.2.10:8443"))).await;
     assert_eq!(response.status(), StatusCode::OK);
+    let response = send(&open, get("/healthz", Some("mcp.example.com"))).await;
+    assert_eq!(response.status(), StatusCode::FORBIDDEN);
 }
 
 #[test]
@@ -252,16 +255,14 @@ fn host_policy_forms() {
 async fn a_foreign_origin_is_forbidden() {
     let (app, _) = app(Authenticator::none(), HOST);
     let with_origin = |origin: &str| get("/mcp", Some(HOST)).header(header::ORIGIN, origin);
-    for allowed in [
-        "http://127.0.0.1:8080",
+    let response = send(&app, with_origin("http://127.0.0.1:8080")).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    for refused in [
+        // Another name, port or scheme of this machine is another origin.
         "http://localhost:8080",
         "http://localhost:6274",
         "http://[::1]:3000",
-    ] {
-        let response = send(&app, with_origin(allowed)).await;
-        assert_eq!(response.status(), StatusCode::OK, "{allowed}");
-    }
-    for refused in [
+        "https://127.0.0.1:8080",
         "http://evil.example",
         "https://attacker.example:8080",
         "null",
@@ -275,11 +276,11 @@ async fn a_foreign_origin_is_forbidden() {
     // A public bind accepts its own origin only, not loopback pages.
     let (public, _) = self::app(jwt_auth(), "0.0.0.0:8443");
     let auth = format!("Bearer {}", token("pat"));
-    let same = get("/mcp", Some("mcp.example.com"))
-        .header(header::ORIGIN, "https://mcp.example.com")
+    let same = get("/mcp", Some("192.0.2.10:8443"))
+        .header(header::ORIGIN, "http://192.0.2.10:8443")
         .header(header::AUTHORIZATION, &auth);
     assert_eq!(send(&public, same).await.status(), StatusCode::OK);
-    let local = get("/mcp", Some("mcp.example.com"))
+    let local = get("/mcp", Some("192.0.2.10:8443"))
         .header(header::ORIGIN, "http://localhost:3000")
         .header(header::AUTHORIZATION, &auth);
     assert_eq!(send(&public, local).await.status(), StatusCode::FORBIDDEN);

@@ -42,9 +42,40 @@ impl Config {
             ));
         }
         self.validate_auth()?;
+        self.validate_http()?;
         self.validate_vaults()?;
         if let Some(cache_dir) = &self.cache_dir {
             check_cache_outside_vaults("cacheDir", cache_dir, &self.vaults)?;
+        }
+        Ok(())
+    }
+
+    // r[impl config.http.allowed]
+    /// Each `http.allowedHosts` entry is a bare authority (`name` or `name:port`) and each
+    /// `http.allowedOrigins` entry a whole `http(s)://host[:port]` origin, with nothing after
+    /// it: a value that could never equal a request's header is a mistake to name, not skip.
+    fn validate_http(&self) -> Result<(), ConfigError> {
+        for host in &self.http.allowed_hosts {
+            let authority = host.parse::<axum::http::uri::Authority>();
+            if host.is_empty() || authority.is_err() || host.contains('@') {
+                return Err(ConfigError::invalid(
+                    "http.allowedHosts",
+                    format!(
+                        "{host:?} is not a Host value such as mcp.example.com or localhost:8080"
+                    ),
+                ));
+            }
+        }
+        for origin in &self.http.allowed_origins {
+            if crate::http::parse_origin(origin).is_none() || origin.trim_end().ends_with('/') {
+                return Err(ConfigError::invalid(
+                    "http.allowedOrigins",
+                    format!(
+                        "{origin:?} is not an origin such as http://localhost:6274 \
+                         (a scheme, a host and an optional port, and no path)"
+                    ),
+                ));
+            }
         }
         Ok(())
     }
