@@ -19,7 +19,9 @@ use tc_vault::path::VaultPath;
 use tc_vault::tasks::{Task, TaskStatus, line_at, parse_task_line, reopens_old_done, replace_line};
 use tc_vault::vault::NoteContent;
 
-use crate::common::{guard_for, not_found, note, preflight, prior_of, read_as_observed};
+use crate::common::{
+    check_prev_hash, guard_for, not_found, note, preflight, prior_of, read_as_observed,
+};
 
 // ---------------------------------------------------------------- update_frontmatter
 
@@ -48,6 +50,10 @@ pub struct UpdateFrontmatterArgs {
     /// Keys to remove (required for remove).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub keys: Option<Vec<String>>,
+    /// The note's content_hash as last read; refused if it changed since.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 128))]
+    pub prev_hash: Option<String>,
 }
 
 /// `update_frontmatter`'s result.
@@ -74,25 +80,49 @@ fn frontmatter_edit(
         })
     })?;
     let parsed = parse_note(text).map_err(|e| ToolError::from(e.at(path)))?;
-    let mut frontmatter = parsed.frontmatter.unwrap_or_default();
     let data = || {
         args.data
             .as_ref()
             .ok_or_else(|| ToolError::validation("/data", "is required for this operation"))
     };
     let yaml_error = |e: FrontmatterError| ToolError::validation("/data", e.reason);
-    match args.operation {
-        FrontmatterOperation::Merge => frontmatter.merge(data()?).map_err(yaml_error)?,
-        FrontmatterOperation::Replace => frontmatter.replace(data()?).map_err(yaml_error)?,
+    // A block that cannot be edited in place is refused, never rewritten whole.
+    let in_place = |e: FrontmatterError| {
+        ToolError::from(VaultError::FrontmatterInvalid {
+            path: path.as_str().to_owned(),
+            reason: e.reason,
+        })
+    };
+    // r[impl vault.frontmatter.lossless]
+    let new = match args.operation {
+        FrontmatterOperation::Merge => {
+            let data = data()?;
+            // A value YAML cannot hold is the caller's error, found before the note is.
+            parsed
+                .frontmatter
+                .clone()
+                .unwrap_or_default()
+                .merge(data)
+                .map_err(yaml_error)?;
+            tc_vault::frontmatter_edit::merge(text, data).map_err(in_place)?
+        }
+        FrontmatterOperation::Replace => {
+            let mut frontmatter = Frontmatter::new();
+            frontmatter.replace(data()?).map_err(yaml_error)?;
+            with_frontmatter(text, &frontmatter).map_err(yaml_error)?
+        }
         FrontmatterOperation::Remove => {
             let keys = args
                 .keys
                 .as_ref()
                 .ok_or_else(|| ToolError::validation("/keys", "is required for remove"))?;
-            frontmatter.remove(keys);
+            tc_vault::frontmatter_edit::remove(text, keys).map_err(in_place)?
         }
-    }
-    let new = with_frontmatter(text, &frontmatter).map_err(yaml_error)?;
+    };
+    let frontmatter = parse_note(&new)
+        .map_err(|e| ToolError::from(e.at(path)))?
+        .frontmatter
+        .unwrap_or_default();
     Ok((new, frontmatter))
 }
 
@@ -123,6 +153,8 @@ impl Tool for UpdateFrontmatter {
             .vault()
             .read_if_exists(&path)?
             .ok_or_else(|| not_found(&path))?;
+        // r[impl tools.update-frontmatter.prev-hash]
+        check_prev_hash(&path, args.prev_hash.as_deref(), Some(&current))?;
         let (new, _) = frontmatter_edit(args, &current, &path)?;
         preflight(
             cx,
@@ -170,6 +202,7 @@ impl Tool for UpdateFrontmatter {
     ) -> Result<UpdateFrontmatterOutput, HandlerFailure> {
         let path = note(&args.path)?;
         let current = read_as_observed(cx, state, &path)?.ok_or_else(|| not_found(&path))?;
+        check_prev_hash(&path, args.prev_hash.as_deref(), Some(&current))?;
         let (new, frontmatter) = frontmatter_edit(args, &current, &path)?;
         let outcome = cx
             .vault()

@@ -571,6 +571,49 @@ fn update_frontmatter_merge_and_remove_are_free() {
     );
 }
 
+// r[verify tools.update-frontmatter.prev-hash]
+// r[verify vault.frontmatter.lossless]
+// r[verify vault.frontmatter.lossless-refused]
+/// A person's comments, quoting and blank lines survive a merge; a stale prev_hash and a
+/// block that cannot be edited in place are refused, the note untouched.
+#[test]
+fn update_frontmatter_keeps_comments_checks_prev_hash_and_refuses_what_it_cannot_edit() {
+    let fx = Fx::new();
+    let note = "---\n# my note\ntitle: 'Tea'  # quoted on purpose\n\nstatus: draft\n---\nbody\n";
+    fx.put("n.md", note);
+    let hash = tc_vault::content_hash(note.as_bytes());
+    let stale = fx
+        .call(
+            "update_frontmatter",
+            json!({"path": "n.md", "operation": "merge", "data": {"status": "done"},
+                   "prev_hash": "0".repeat(64)}),
+        )
+        .unwrap_err();
+    assert_eq!(stale.code, ErrorCode::ConcurrentModification);
+    assert_eq!(fx.get("n.md").unwrap(), note);
+    fx.call(
+        "update_frontmatter",
+        json!({"path": "n.md", "operation": "merge", "data": {"status": "done"},
+               "prev_hash": hash}),
+    )
+    .unwrap();
+    assert_eq!(
+        fx.get("n.md").unwrap(),
+        "---\n# my note\ntitle: 'Tea'  # quoted on purpose\n\nstatus: done\n---\nbody\n"
+    );
+    let flow = "---\n{title: Tea, status: draft}\n---\nbody\n";
+    fx.put("f.md", flow);
+    let refused = fx
+        .call(
+            "update_frontmatter",
+            json!({"path": "f.md", "operation": "merge", "data": {"status": "done"}}),
+        )
+        .unwrap_err();
+    assert_eq!(refused.code, ErrorCode::InvalidInput, "{refused}");
+    assert!(refused.message.contains("in place"), "{refused}");
+    assert_eq!(fx.get("f.md").unwrap(), flow);
+}
+
 #[test]
 fn update_frontmatter_replace_is_approved_once() {
     replace_scenario().approve_then_replay();

@@ -52,8 +52,8 @@ pub struct OcrBulkArgs {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 4096))]
     pub root: Option<String>,
-    /// The extensions read under root (case-insensitive; ".pdf", ".png", ".jpg", ".jpeg",
-    /// ".tif", ".tiff", ".bmp", ".gif", ".webp", ".pnm").
+    /// Extensions read under root (case-insensitive): .pdf and the image types tesseract
+    /// reads.
     #[serde(default = "default_extensions")]
     #[schemars(length(min = 1, max = 16), inner(length(min = 1, max = 16)))]
     pub extensions: Vec<String>,

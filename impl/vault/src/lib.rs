@@ -21,6 +21,7 @@
 pub mod acl;
 pub mod conventions;
 pub mod error;
+pub mod frontmatter_edit;
 pub mod links;
 pub mod locate;
 pub mod note;

@@ -26,7 +26,7 @@ pub struct FrontmatterError {
 }
 
 impl FrontmatterError {
-    fn new(reason: impl Into<String>) -> Self {
+    pub(crate) fn new(reason: impl Into<String>) -> Self {
         FrontmatterError {
             reason: reason.into(),
         }

@@ -22,22 +22,21 @@ use tc_vault::path::VaultPath;
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UpsertEntityArgs {
-    /// The entity's type (e.g. person, project); with the name it identifies the entity.
+    /// e.g. person, project; with the name, it identifies the entity.
     #[serde(rename = "type")]
     #[schemars(length(min = 1, max = 64), pattern(ONE_LINE))]
     pub kind: String,
     /// The entity's name.
     #[schemars(length(min = 1, max = 200), pattern(ONE_LINE))]
     pub name: String,
-    /// Observations to add (one line each); those the entity already has are skipped.
+    /// Lines to add; those it has are skipped.
     #[serde(default)]
     #[schemars(
         length(max = 100),
         inner(length(min = 1, max = 1000), pattern(ONE_LINE))
     )]
     pub observations: Vec<String>,
-    /// Keep the entity as a note under the vault's memory folder. false never removes a
-    /// note an entity already has.
+    /// Keep it as a note in the memory folder (false never removes one).
     #[serde(default = "yes")]
     pub materialize: bool,
     /// Set the entity's status; unchanged when absent (a new entity is active).
