@@ -7,7 +7,9 @@
 //! - [`transfer`]: `move_note` and `copy_note`;
 //! - [`delete`]: `delete_note` and `restore_note`;
 //! - [`edit`]: `update_frontmatter` and `update_task`;
-//! - [`links`]: `rewrite_link` and `prune_hub_links`.
+//! - [`links`]: `rewrite_link` and `prune_hub_links`;
+//! - [`patch`], [`replace_in`], [`outline`]: `patch_note`, `replace_in_note`,
+//!   `get_note_outline` and `note_exists` (CONTRACT §8.1).
 //!
 //! [`register`] adds them all to a registry, in the order `tools/list` shows them.
 
@@ -15,8 +17,11 @@ mod common;
 pub mod delete;
 pub mod edit;
 pub mod links;
+pub mod outline;
 pub mod paging;
 pub mod paging_tools;
+pub mod patch;
+pub mod replace_in;
 pub mod transfer;
 pub mod write;
 
@@ -36,6 +41,10 @@ pub fn register(registry: &mut Registry) -> Result<(), RegistryBuildError> {
     registry.add(write::CommitWikiPage)?;
     registry.add(paging::ReadNotes)?;
     registry.add(paging::ListNotes)?;
+    registry.add(patch::PatchNote)?;
+    registry.add(replace_in::ReplaceInNote)?;
+    registry.add(outline::GetNoteOutline)?;
+    registry.add(outline::NoteExists)?;
     Ok(())
 }
 

@@ -139,7 +139,23 @@ const GOLDEN: &[(&str, &str, &str)] = &[
         "commit_wiki_page",
         r##"{"content":"# P\n","path":"wiki/p.md"}"##,
         "c0e5c60c9479ab4e497de5e5ae363c3d",
+    ),    (
+        "patch_note",
+        r#"{"anchor":{"heading":"Log","type":"heading"},"content":"x","operation":"append","path":"n.md"}"#,
+        "7e50599bdc17a4243ee5d8c885671a6e",
     ),
+    (
+        "replace_in_note",
+        r#"{"find":"a","path":"n.md","replace":"b"}"#,
+        "803abd5830908fb145e5acdffd4f42db",
+    ),
+    (
+        "replace_in_note",
+        r#"{"dry_run":false,"find":"a","max_replacements":2,"path":"n.md","regex":false,"replace":"b"}"#,
+        "698c6a084420fd2a637b47957efb5ef5",
+    ),
+    ("get_note_outline", r#"{"path":"n.md"}"#, "0448ecca6de721f3c69281b6946ecc26"),
+    ("note_exists", r#"{"path":"n.md"}"#, "42ed13276d8b913bde5883abb98613ab"),
 ];
 
 fn registry() -> Registry {
@@ -419,6 +435,26 @@ fn one_result_of_every_tool() -> Vec<(String, Value)> {
     call(
         "commit_wiki_page",
         json!({"path": "wiki/p.md", "content": "# P\n"}),
+    );
+    call("get_note_outline", json!({"path": "a.md"}));
+    call("note_exists", json!({"path": "a.md"}));
+    call("note_exists", json!({"path": "none"}));
+    let fm = json!({"type": "frontmatter"});
+    call(
+        "patch_note",
+        json!({"path": "t.md", "operation": "append", "anchor": fm, "content": "k: v"}),
+    );
+    call(
+        "patch_note",
+        json!({"path": "t.md", "operation": "replace", "anchor": fm, "content": "k: w"}),
+    );
+    call(
+        "replace_in_note",
+        json!({"path": "t.md", "find": "task", "replace": "job", "dry_run": true}),
+    );
+    call(
+        "replace_in_note",
+        json!({"path": "t.md", "find": "task", "replace": "job"}),
     );
     call("delete_note", json!({"path": "c.md"}));
     call("restore_note", json!({"path": "c.md"}));

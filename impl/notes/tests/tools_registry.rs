@@ -734,5 +734,5 @@ fn tools_not_built_are_not_advertised_and_no_tool_mints() {
             def.name
         );
     }
-    assert_eq!(registry.iter().count(), 12);
+    assert_eq!(registry.iter().count(), 16);
 }
