@@ -61,7 +61,7 @@ impl Tool for GetNoteOutline {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "get_note_outline",
-            description: "A note's headings (level, text, 1-based line), block ids, frontmatter keys and size, to aim patch_note or read_notes section.",
+            description: "A note's headings (level, text, line), block ids, frontmatter keys and size.",
             annotations: Annotations::READS,
             scopes: &["read:notes"],
             changes_notes: false,
@@ -129,7 +129,7 @@ impl Tool for GetNoteOutline {
     }
 }
 
-/// What kind of thing is at a path.
+// What kind of thing is at a path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum EntryKind {
@@ -159,7 +159,7 @@ impl Tool for NoteExists {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "note_exists",
-            description: "Whether a note, attachment or folder is at path, with its kind, size and modified time (Unix ms).",
+            description: "Whether a note, attachment or folder is at path: kind, size, modified (Unix ms).",
             annotations: Annotations::READS,
             scopes: &["read:notes"],
             changes_notes: false,

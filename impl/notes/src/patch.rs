@@ -29,7 +29,7 @@ use crate::common::{
     check_observed, check_prev_hash, guard_for, not_found, note, preflight, prior_of,
 };
 
-/// What `patch_note` does at its anchor.
+// What `patch_note` does at its anchor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum PatchOperation {
@@ -38,7 +38,7 @@ pub enum PatchOperation {
     Replace,
 }
 
-/// What kind of part an anchor names.
+// What kind of part an anchor names (no doc comment: it would be advertised).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum AnchorType {
@@ -51,16 +51,13 @@ pub enum AnchorType {
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AnchorArg {
-    /// heading, block or frontmatter.
     #[serde(rename = "type")]
     pub kind: AnchorType,
-    /// Heading text or path A::B (type heading).
+    /// Text or path A::B.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 1, max = 4096))]
     pub heading: Option<String>,
-    /// Block id without ^ (type block).
+    /// Without ^.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 1, max = 256))]
     pub block_id: Option<String>,
 }
 
@@ -71,13 +68,13 @@ pub struct PatchNoteArgs {
     /// The note.
     #[schemars(length(min = 1, max = 4096))]
     pub path: String,
-    /// append or prepend lines, or replace the part.
+    /// What to do at anchor.
     pub operation: PatchOperation,
     /// The part to edit.
     pub anchor: AnchorArg,
     /// Lines to write.
     pub content: String,
-    /// The note's content_hash as last read.
+    /// content_hash as last read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 128))]
     pub prev_hash: Option<String>,
@@ -90,7 +87,6 @@ pub struct PartEditOutput {
     pub content_hash: String,
     pub lines_removed: usize,
     pub bytes_removed: usize,
-    pub bytes: usize,
 }
 
 #[derive(Debug)]
@@ -230,7 +226,7 @@ impl Tool for PatchNote {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "patch_note",
-            description: "Append, prepend or replace at one part of a note: a heading's section (text or path A::B), a block ^id, or the frontmatter. A replace that removes or changes a non-blank line needs the human's confirmation.",
+            description: "Append, prepend or replace one part of a note: a heading's section, a block ^id or the frontmatter. A replace that removes or changes a line asks the human.",
             annotations: Annotations::writes(true, false),
             scopes: &["write:notes"],
             changes_notes: true,
@@ -347,7 +343,6 @@ pub(crate) fn write_part(
         content_hash: outcome.hash,
         lines_removed: plan.patched.lines_removed,
         bytes_removed: plan.patched.bytes_removed,
-        bytes: plan.patched.text.len(),
     })
 }
 

@@ -40,23 +40,23 @@ pub struct ReplaceInNoteArgs {
     /// The note.
     #[schemars(length(min = 1, max = 4096))]
     pub path: String,
-    /// Text (or regex) to find in the body.
+    /// Text, or a Rust regex.
     #[schemars(length(min = 1, max = 4096))]
     pub find: String,
-    /// Regex mode: $1, $name expand.
+    /// $1, $name expand (regex).
     pub replace: String,
     /// Treat find as a regex.
     #[serde(default)]
     pub regex: bool,
-    /// Replace the first N matches only.
+    /// First N only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1))]
     pub max_replacements: Option<u64>,
-    /// The note's content_hash as last read.
+    /// content_hash as last read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 128))]
     pub prev_hash: Option<String>,
-    /// List the matches, change nothing.
+    /// List matches only.
     #[serde(default)]
     pub dry_run: bool,
 }
@@ -74,7 +74,6 @@ pub struct MatchEntry {
 pub struct ReplaceInNoteOutput {
     pub path: String,
     pub replacements: usize,
-    pub dry_run: bool,
     pub matches: Vec<MatchEntry>,
     /// Null on a dry run.
     pub content_hash: Option<String>,
@@ -202,7 +201,7 @@ impl Tool for ReplaceInNote {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "replace_in_note",
-            description: "Find and replace in a note's body (never the frontmatter); regex uses Rust regex syntax. dry_run lists the matches with line numbers. A change needs the human's confirmation.",
+            description: "Find and replace in a note's body, never the frontmatter. dry_run lists matches with lines. A change asks the human.",
             annotations: Annotations::writes(true, false),
             scopes: &["write:notes"],
             changes_notes: true,
@@ -286,7 +285,6 @@ impl Tool for ReplaceInNote {
             Ok(ReplaceInNoteOutput {
                 path: path.as_str().to_owned(),
                 replacements: plan.count,
-                dry_run: args.dry_run,
                 matches: plan.matches,
                 content_hash,
                 lines_removed: plan.part.patched.lines_removed,

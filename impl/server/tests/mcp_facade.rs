@@ -439,6 +439,22 @@ fn cases() -> Vec<DriftCase> {
             args: || json!({"root": "scans"}),
             change: |v| put(v, "scans/b.png", "another"),
         },
+        DriftCase {
+            tool: "patch_note",
+            setup: |v| put(v, "p.md", "# A\nkeep\n# B\nold\n"),
+            args: || {
+                json!({"path": "p.md", "operation": "replace",
+                       "anchor": {"type": "heading", "heading": "B"}, "content": "new"})
+            },
+            // Outside the anchored section: the whole note is bound.
+            change: |v| put(v, "p.md", "# A\nkeep, edited\n# B\nold\n"),
+        },
+        DriftCase {
+            tool: "replace_in_note",
+            setup: |v| put(v, "r.md", "teh cat\n"),
+            args: || json!({"path": "r.md", "find": "teh", "replace": "the"}),
+            change: |v| put(v, "r.md", "teh cat\nteh dog\n"),
+        },
     ]
 }
 
