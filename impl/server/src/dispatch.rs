@@ -95,6 +95,8 @@ pub enum BuildError {
     Vault { vault: String, message: String },
     #[error("the tool registry is invalid: {0}")]
     Registry(String),
+    #[error(transparent)]
+    Families(#[from] crate::families::UnknownFamily),
     #[error("governor.maxResponseBytes {0} does not fit this platform's memory")]
     Cap(u64),
 }
@@ -292,6 +294,7 @@ impl ServerCore {
                 .map_err(|e| BuildError::Registry(e.to_string()))?,
         );
         let families = crate::families::families(config, &sessions);
+        crate::families::served(config, &families)?;
         let registry = crate::families::registry(config, &setup, &families)
             .map_err(|e| BuildError::Registry(e.to_string()))?;
         let cap = usize::try_from(config.governor.max_response_bytes)

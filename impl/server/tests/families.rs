@@ -111,7 +111,10 @@ fn tools_families_naming_no_family_is_refused_at_start_up_with_the_names() {
         None,
     );
     let message = built.unwrap_err().to_string();
-    assert!(message.contains("`periodical`"), "{message}");
+    assert!(
+        message.starts_with("tools.families names `periodical`"),
+        "{message}"
+    );
     assert!(message.contains("notes, memory, bridge"), "{message}");
 }
 
