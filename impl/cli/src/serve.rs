@@ -7,7 +7,7 @@
 //! inside a vault), the transport, and whether the legacy stdio shim is on. Every refusal
 //! of the configuration happens there, before anything is bound or written; [`run`] then
 //! loads the server secret, opens cache.db, prints the `elicit:` key-source line on stderr
-//! and serves (spec/state.md `state.key.startup-line`; spec/cli.md `cli.serve.stderr`).
+//! and serves (spec/state.md `state.key.startup-line-logged`; spec/cli.md `cli.serve.stderr`).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -82,7 +82,7 @@ pub fn plan(args: &ServeArgs, env: &CacheEnv) -> Result<ServePlan, Refusal> {
     })
 }
 
-// r[impl state.key.startup-line]
+// r[impl state.key.startup-line-logged]
 // r[impl cli.serve.transports]
 // r[impl cli.serve.http-bind-first]
 // r[impl cli.serve.signals]

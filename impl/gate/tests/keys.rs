@@ -260,7 +260,7 @@ fn without_a_cache_dir_the_key_is_per_process_random() {
     assert_ne!(request_state_key(&one), request_state_key(&two));
 }
 
-// r[verify state.key.startup-line]
+// r[verify state.key.startup-line-logged]
 #[test]
 fn startup_line_names_the_key_source() {
     let cache = fresh_dir();

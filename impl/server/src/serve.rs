@@ -1,7 +1,7 @@
 //! Running the server: assembling [`ServerCore`] from a checked configuration and serving it
 //! over stdio or Streamable HTTP (CONTRACT §1 `serve`; spec/cli.md `cli.serve.transports`,
 //! `cli.serve.stderr`, `cli.serve.lazy`, `cli.serve.stdio-eof-exit`; spec/state.md
-//! `state.key.server-secret`, `state.key.startup-line`; spec/auth.md `auth.none.loopback`).
+//! `state.key.server-secret`, `state.key.startup-line-logged`; spec/auth.md `auth.none.loopback`).
 //!
 //! Start-up does no vault scan: the secret is loaded (or created), `cache.db` is opened, the
 //! vaults are bound, and the transport starts answering. Logs go to stderr only; stdout
