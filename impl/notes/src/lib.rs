@@ -22,6 +22,7 @@ pub mod paging;
 pub mod paging_tools;
 pub mod patch;
 pub mod replace_in;
+pub mod section_read;
 pub mod transfer;
 pub mod write;
 

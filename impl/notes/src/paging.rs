@@ -34,6 +34,7 @@ fn tool_error(error: PagingError) -> ToolError {
         }
         PagingError::Vault(vault) => ToolError::from(vault),
         PagingError::Internal(_) => ToolError::internal("paging the notes"),
+        PagingError::Anchor(refusal) => (**refusal).clone(),
     }
 }
 

@@ -479,3 +479,55 @@ fn a_dry_run_and_an_append_never_apply_a_replacement() {
     assert_eq!(fx.get("n.md").unwrap(), "# A\nold word\nnew word\n");
     assert_eq!(fx.requested(), 0);
 }
+
+// r[verify paging.read-notes.section]
+#[test]
+fn read_notes_section_answers_one_section_with_the_whole_notes_hash() {
+    let fx = Fx::new();
+    fx.put("n.md", NOTE);
+    let out = fx
+        .call(
+            "read_notes",
+            json!({"paths": ["n.md"], "section": "Other::Log"}),
+        )
+        .unwrap();
+    let entry = &out["notes"][0];
+    assert_eq!(entry["content"], "## Log\nother log\n");
+    assert_eq!(
+        entry["content_hash"],
+        tc_vault::content_hash(NOTE.as_bytes())
+    );
+    assert_eq!(entry["frontmatter"], json!({"title": "Plan"}));
+    let top = fx
+        .call("read_notes", json!({"paths": ["n.md"], "section": "Plan"}))
+        .unwrap();
+    assert!(
+        top["notes"][0]["content"]
+            .as_str()
+            .unwrap()
+            .ends_with("idea one\n\n")
+    );
+    let ambiguous = fx
+        .call("read_notes", json!({"paths": ["n.md"], "section": "Log"}))
+        .unwrap_err();
+    assert_eq!(ambiguous.code, ErrorCode::AnchorAmbiguous);
+    assert_eq!(
+        ambiguous.details.as_ref().unwrap()["candidates"][1]["line"],
+        20
+    );
+    assert_eq!(
+        code(fx.call("read_notes", json!({"paths": ["n.md"], "section": "Nope"}))),
+        ErrorCode::AnchorNotFound
+    );
+    for args in [
+        json!({"paths": ["n.md", "n.md"], "section": "Plan"}),
+        json!({"folder": "", "section": "Plan"}),
+    ] {
+        let refusal = fx.call("read_notes", args).unwrap_err();
+        assert_eq!(refusal.code, ErrorCode::ValidationError);
+        assert_eq!(
+            refusal.details.as_ref().unwrap()["errors"][0]["pointer"],
+            "/section"
+        );
+    }
+}

@@ -125,6 +125,9 @@ pub struct ReadNotesArgs {
     /// next_cursor is null.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cursor: Option<String>,
+    /// Only this heading's section (text or path A::B); with one paths entry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub section: Option<String>,
 }
 
 impl Default for ReadNotesArgs {
@@ -134,6 +137,7 @@ impl Default for ReadNotesArgs {
             folder: None,
             recursive: true,
             cursor: None,
+            section: None,
         }
     }
 }
@@ -151,6 +155,13 @@ impl ReadNotesArgs {
                 "/",
                 "give exactly one of `paths` (an array of note paths) and `folder`",
             )),
+            // r[impl paging.read-notes.section]
+            (paths, _) if self.section.is_some() && paths.as_ref().is_none_or(|p| p.len() != 1) => {
+                Err(PagingError::validation(
+                    "/section",
+                    "section reads one note: give it with exactly one `paths` entry",
+                ))
+            }
             _ => Ok(()),
         }
     }
@@ -216,6 +227,10 @@ pub enum PagingError {
     /// A fault of the server itself: `internal_error`.
     #[error("{0}")]
     Internal(String),
+    /// A `section` that names no single heading of the note (`anchor_not_found`,
+    /// `anchor_ambiguous`).
+    #[error("{0}")]
+    Anchor(Box<tc_tools::ToolError>),
 }
 
 impl PagingError {
@@ -234,6 +249,7 @@ impl PagingError {
             PagingError::Cursor(_) => "invalid_input",
             PagingError::Vault(error) => error.code(),
             PagingError::Internal(_) => "internal_error",
+            PagingError::Anchor(error) => error.code.as_str(),
         }
     }
 
@@ -246,6 +262,7 @@ impl PagingError {
             PagingError::Cursor(error) => json!({"reason": error.reason()}),
             PagingError::Vault(error) => error.details(),
             PagingError::Internal(_) => json!({}),
+            PagingError::Anchor(error) => error.details.clone().unwrap_or_default(),
         }
     }
 }
@@ -288,6 +305,25 @@ pub fn read_notes(
         },
     };
     let cursor = args.cursor.as_deref();
+    if let (Source::Paths(_), Some(heading)) = (&source, args.section.as_deref()) {
+        let mut encoder = crate::section_read::SectionEncoder {
+            heading,
+            failed: None,
+        };
+        let page = page(
+            ctx,
+            caller,
+            scopes,
+            READ_NOTES,
+            source,
+            cursor,
+            &mut encoder,
+        )?;
+        return match encoder.failed {
+            Some(refusal) => Err(PagingError::Anchor(Box::new(refusal))),
+            None => Ok(page),
+        };
+    }
     match source {
         Source::Paths(_) => page(
             ctx,
