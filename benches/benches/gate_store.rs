@@ -1,5 +1,5 @@
-//! Durable token issue + redeem per second on a real cache.db (DESIGN.md §6
-//! target: ≥ 2,000 per second on 2 cores). The file is in WAL mode with synchronous=FULL,
+//! Durable token issue + redeem per second on a real cache.db (the design target:
+//! ≥ 2,000 per second on 2 cores). The file is in WAL mode with synchronous=FULL,
 //! and every consume is committed and synced before redeem returns (the mint skips its own
 //! sync; see tc-gate's store). Sequential cases pay one fsync per cycle; the concurrent case
 //! shows the group commit sharing it.

@@ -1,5 +1,5 @@
 //! The governor on 1 KB, ~1 MB and 100 MB results with a 1 MB cap
-//! (DESIGN.md §6: refusing 100 MB must cost at most 1.2× refusing 1.01 MB).
+//! (the design targets: refusing 100 MB must cost at most 1.2× refusing 1.01 MB).
 
 use std::hint::black_box;
 

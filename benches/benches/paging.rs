@@ -1,4 +1,4 @@
-//! `read_notes` paging (spec/paging.md; DESIGN.md §6: a full walk of a 10,000-note vault
+//! `read_notes` paging (spec/paging.md; the design targets: a full walk of a 10,000-note vault
 //! within 2× of reading and JSON-encoding the same files in the same process, and the cost
 //! of one page flat from 1,000 to 100,000 notes).
 //!
@@ -187,7 +187,7 @@ fn report_bytes(served: &Served, root: &Path) {
         }
         too_large += page["errors"].as_array().map_or(0, Vec::len);
         // A tools/call response that carries the result as structuredContent and again as
-        // a text block (CONTRACT.md §4), framed for stdio.
+        // a text block (spec/results.md), framed for stdio.
         let text = serde_json::to_string(json).map_or(0, |s| s.len());
         frame_bytes += text + json.len() + 90;
     });

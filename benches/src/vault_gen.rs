@@ -1,4 +1,4 @@
-//! A deterministic Obsidian vault for the paging benchmarks (DESIGN.md §6:
+//! A deterministic Obsidian vault for the paging benchmarks (the design targets:
 //! "a 10,000-note vault (20.5 MB, mean 2 KB)").
 //!
 //! The same [`VaultSpec`] always yields the same files, byte for byte: a seeded splitmix64
@@ -35,7 +35,7 @@ pub struct VaultSpec {
 }
 
 impl VaultSpec {
-    /// The reference vault of DESIGN.md §6: 10,000 notes of 2 KB on average, plus three of
+    /// The reference vault of the design targets: 10,000 notes of 2 KB on average, plus three of
     /// 1 MB and two of 5 MB.
     pub fn reference() -> Self {
         VaultSpec {

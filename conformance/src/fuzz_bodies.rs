@@ -19,7 +19,7 @@
 //!   like a credential (tools.summary.bounded, tools.summary.escaped, tools.summary.redacted).
 //! - [`jsonrpc_tools_call`]: any bytes as one JSON-RPC message into the in-process server's
 //!   stdio framing and dispatch: it keeps answering, writes only JSON-RPC, answers a
-//!   `tools/call` once with the CONTRACT envelope, and runs nothing on an approval nobody
+//!   `tools/call` once with the failure envelope, and runs nothing on an approval nobody
 //!   gave (its module, `fuzz_jsonrpc`, says it whole).
 
 use std::sync::OnceLock;

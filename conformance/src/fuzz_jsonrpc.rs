@@ -2,14 +2,14 @@
 //! into the server's stdio framing ([`tc_server::stdio::JsonLines`]) and dispatch, after a
 //! real `initialize` handshake (spec/cli.md `cli.serve.stdio-parse-error`,
 //! `cli.serve.stdio-invalid-params`; spec/dispatch.md `dispatch.one-pipeline`,
-//! `dispatch.unknown-tool`; spec/gate.md `gate.token.single-use`; CONTRACT §4).
+//! `dispatch.unknown-tool`; spec/gate.md `gate.token.single-use`; spec/results.md).
 //!
 //! What must hold for any input:
 //! - the server keeps answering: a `ping` sent after the input is answered;
 //! - every line it writes is one JSON-RPC message;
 //! - a line that is not JSON is answered with -32700 and `"id": null`;
 //! - a `tools/call` request with an id gets exactly one response with that id, and a tool
-//!   result that is a failure is the CONTRACT §4 envelope: a known code, and the text block
+//!   result that is a failure is the spec/results.md envelope: a known code, and the text block
 //!   `Error [code]: message`;
 //! - nothing runs on an approval, since nobody approved anything: no `tc.elicit.consumed`
 //!   and no `elicit_minted` event is ever recorded.
@@ -42,7 +42,7 @@ const SENTINEL: &str = "tc-fuzz-sentinel";
 /// How long the server may take to answer the sentinel.
 const PATIENCE: Duration = Duration::from_secs(20);
 
-/// The failure codes of CONTRACT §4 (tc_tools::ErrorCode names the same set; the fuzz target
+/// The failure codes of spec/results.md (tc_tools::ErrorCode names the same set; the fuzz target
 /// checks the wire against the contract, not against the enum).
 const CODES: [&str; 34] = [
     "elicit_required",

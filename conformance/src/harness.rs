@@ -1,6 +1,6 @@
 //! One action, two gates: the model ([`GateModel`]) and tc-gate ([`Sut`]) take the same
 //! [`Action`] and must answer the same [`Outcome`] and leave the notes in the same state
-//! (DESIGN.md §3). A difference is a [`Divergence`], which names the clause the model's answer
+//!. A difference is a [`Divergence`], which names the clause the model's answer
 //! is evidence of, e.g. `[drift.refuse] RedeemToken(Tok(0)) … : model Drift, impl Applied`.
 
 use std::fmt;

@@ -1,5 +1,5 @@
 //! tc-conformance: drives tc-model and tc-gate with one action vocabulary and compares them
-//! (DESIGN.md §3 "one vocabulary, three consumers").
+//!.
 //!
 //! - [`sut::Sut`] executes each model [`tc_model::Action`] on the real tc-gate, playing the
 //!   server around it (notes, clock, tokens, requestStates, shim prompts, reopen): it stays

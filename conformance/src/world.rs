@@ -1,5 +1,5 @@
 //! The world around the gate as the harness stages it: the model's small handles mapped to the
-//! real strings tc-gate sees (DESIGN.md §3 "handles, not secrets"), and the notes whose content
+//! real strings tc-gate sees, and the notes whose content
 //! the confirmation targets fingerprint (spec/drift.md: drift.path-fingerprint,
 //! drift.none-empty; gate.hash.args-hash).
 //!

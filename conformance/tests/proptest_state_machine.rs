@@ -1,4 +1,4 @@
-//! proptest-state-machine over the shared vocabulary (DESIGN.md §3): the
+//! proptest-state-machine over the shared vocabulary: the
 //! reference state machine is tc-model's [`GateModel`], the system under test is tc-gate
 //! staged by [`Sut`] on a file-backed cache.db (so `Reopen` closes and reopens the file), and
 //! every transition's outcome must be the model's. Handles are index-modulo, so every shrunk

@@ -1,4 +1,4 @@
-//! Named stories from the seed's "HITL Elicitation" section, run on tc-model and tc-gate side
+//! Named stories from the specification, run on tc-model and tc-gate side
 //! by side: every step must agree, and the outcome each story is about is asserted too, so a
 //! story cannot pass by both sides being wrong the same way.
 

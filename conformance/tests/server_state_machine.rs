@@ -1,4 +1,4 @@
-//! proptest-state-machine against the product (DESIGN.md §3): the reference machine is
+//! proptest-state-machine against the product: the reference machine is
 //! tc-model's [`GateModel`], the system under test is tc-server in process
 //! ([`ServerSut`]: the MCP dispatch over stdio sessions of both eras for `stdio` and
 //! Streamable HTTP sessions for a JWT caller, the CLI's mint code, real vaults, cache.db on

@@ -1,6 +1,6 @@
 //! The stateright model over [`GateModel`]: a bounded world of callers, vaults, tools, a clock
 //! that crosses the TTL and target changes, with one `always` property per safety clause of the
-//! seed's "HITL Elicitation" section (named by its clause ID) and a `sometimes` twin for each
+//! confirmation gate (named by its clause ID in spec/) and a `sometimes` twin for each
 //! showing that the situation it guards is reachable.
 //!
 //! Bounding: the world is finite because every resource is capped ([`Bounds`]): tokens, issued

@@ -1,5 +1,5 @@
 //! The gate as a pure, deterministic state machine: [`GateModel::apply`] takes one [`Action`] and
-//! answers the [`Outcome`] the seed's "HITL Elicitation" section demands (spec/ clauses gate.*,
+//! answers the [`Outcome`] the specification demands (spec/ clauses gate.*,
 //! cli.elicit.*, release.*, drift.*, approval.*, state.*, trip.*).
 //!
 //! Besides the state the gate itself keeps (raised requests, tokens, issued requestStates, open
@@ -25,7 +25,7 @@ use crate::vocab::{
 /// How a requestState is treated once it approved a call.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum RequestStateMode {
-    /// The seed's default: authenticated and expiring, not consumed (state.replayable).
+    /// The default: authenticated and expiring, not consumed (state.replayable).
     #[default]
     Replayable,
     /// (extension) The consumed-state store: a requestState applies at most once

@@ -1,5 +1,5 @@
 //! tc-model: the pure state machine of obsidian-tc's confirmation gate and a stateright model
-//! over it (DESIGN.md §3; the seed's "HITL Elicitation & the Governor", first part; spec/ clauses
+//! over it (spec/ clauses
 //! gate.*, cli.elicit.*, release.*, drift.*, approval.*, state.*, trip.*).
 //!
 //! The abstraction:

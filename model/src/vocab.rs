@@ -1,4 +1,4 @@
-//! The shared vocabulary of the gate (DESIGN.md §3): logical handles, the [`Action`]s a test can
+//! The shared vocabulary of the gate: logical handles, the [`Action`]s a test can
 //! take and the [`Outcome`] the gate answers with.
 //!
 //! The same `Action` drives three consumers: the stateright model ([`crate::GateChecker`]),
@@ -67,7 +67,7 @@ pub enum Targets {
     Nothing,
 }
 
-/// The gated tools the model knows; each stands for a class of tools in the seed.
+/// The gated tools the model knows; each stands for a class of tools in the specification.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub enum Tool {
@@ -84,7 +84,7 @@ pub enum Tool {
 impl Tool {
     pub const ALL: [Tool; 3] = [Tool::DeleteNote, Tool::UpdateTask, Tool::ExecuteCommand];
 
-    /// The tool's MCP name (CONTRACT.md §3).
+    /// The tool's MCP name (spec/tools.md).
     pub fn name(self) -> &'static str {
         match self {
             Tool::DeleteNote => "delete_note",

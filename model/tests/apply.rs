@@ -1,5 +1,5 @@
-//! Readable scenarios through `GateModel::apply`: each is one story from the seed's "HITL
-//! Elicitation" section, step by step, with the outcome the model must answer.
+//! Readable scenarios through `GateModel::apply`: each is one story of the
+//! specification (spec/gate.md, release.md, drift.md), step by step, with the outcome the model must answer.
 
 use tc_model::clause;
 use tc_model::{

@@ -1,4 +1,4 @@
-//! The model and the server side by side (DESIGN.md §3): which actions the server comparison
+//! The model and the server side by side: which actions the server comparison
 //! can execute ([`Mapping`]), the model's outcome as the wire shows it ([`wire_form`]), the
 //! events the server records for an outcome ([`expected_events`], spec/events.md), and one
 //! compared step ([`check_step`]): the outcome, the note versions, the bytes of every note on

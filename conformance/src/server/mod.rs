@@ -1,5 +1,5 @@
 //! The system under test that is the product: the model's [`Action`]s executed against
-//! tc-server in process (DESIGN.md §3; spec/gate.md, release.md, drift.md, state.md,
+//! tc-server in process (spec/gate.md, release.md, drift.md, state.md,
 //! trips.md, cli.md `cli.elicit.*`, events.md).
 //!
 //! [`ServerSut`] runs the MCP server's [`ServerCore`] on real vaults in a temporary folder

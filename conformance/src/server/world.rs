@@ -1,5 +1,4 @@
-//! The product's world as the server comparison stages it (DESIGN.md §3 "handles, not
-//! secrets"; spec/drift.md `drift.path-fingerprint`, `drift.none-empty`).
+//! The product's world as the server comparison stages it (spec/drift.md `drift.path-fingerprint`, `drift.none-empty`).
 //!
 //! - `Vault(n)` is the configured vault `"v<n>"`, a real folder; every vault has the same
 //!   configuration. `Caller(0)` is `stdio` and talks over stdio sessions; `Caller(n)` for

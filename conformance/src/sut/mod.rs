@@ -1,5 +1,5 @@
 //! The gate-level system under test: tc-gate driven by the model's [`Action`]s, answering with
-//! the model's [`Outcome`]s so the two can be compared (DESIGN.md §3; the clauses of
+//! the model's [`Outcome`]s so the two can be compared (the clauses of
 //! spec/gate.md, release.md, drift.md, state.md and trips.md that tc-model's refusals name).
 //!
 //! The product itself is compared by [`crate::server::ServerSut`]. This one stays for the

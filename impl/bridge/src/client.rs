@@ -1,7 +1,7 @@
 //! The client of one vault's Local REST API plugin (spec/bridge.md `bridge.route.*`,
 //! `bridge.fail.*`, `bridge.tls.*`): the two actions and what their answers mean.
 //!
-//! Every failure becomes a CONTRACT §4 code on one side of the line [`crate::http`] draws:
+//! Every failure becomes a spec/results.md code on one side of the line [`crate::http`] draws:
 //! `plugin_unreachable` when the action's request was never sent (or the plugin refused it
 //! before acting: no key, unknown route), `operation_timeout` when it was sent and the
 //! action may have run (no answer in time, a 5xx, an `operation_timeout` answer from the

@@ -1,4 +1,4 @@
-//! The bridge's configuration sections of one vault (CONTRACT §2 `[vaults.bridge]`,
+//! The bridge's configuration sections of one vault (spec/config.md `[vaults.bridge]`,
 //! `[vaults.commands]`; spec/bridge.md `bridge.config.*`).
 //!
 //! tc-server's `VaultConfig` holds these two structs as its `bridge` and `commands` fields;

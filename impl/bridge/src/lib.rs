@@ -1,4 +1,4 @@
-//! tc-bridge: the Obsidian bridge (CONTRACT §2 `[vaults.bridge]`, `[vaults.commands]`, §3
+//! tc-bridge: the Obsidian bridge (spec/config.md `[vaults.bridge]`, `[vaults.commands]`; spec/tools.md
 //! `execute_command`, `trigger_quickadd`; spec/bridge.md; spec/drift.md
 //! `drift.bind.none-tools`, `drift.residual.opaque-effects`; spec/release.md
 //! `release.keeps-spent`).

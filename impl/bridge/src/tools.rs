@@ -1,4 +1,4 @@
-//! The bridge's tools (CONTRACT §3; spec/bridge.md `bridge.command.*`, `bridge.quickadd.*`,
+//! The bridge's tools (spec/tools.md; spec/bridge.md `bridge.command.*`, `bridge.quickadd.*`,
 //! `bridge.status.*`; spec/drift.md `drift.bind.none-tools`, `drift.residual.opaque-effects`).
 //!
 //! `execute_command` and `trigger_quickadd` are always gated and bound to

@@ -1,4 +1,4 @@
-//! The command line, exactly as CONTRACT §1 names it (spec/cli.md `cli.commands`,
+//! The command line, exactly as spec/cli.md names it (spec/cli.md `cli.commands`,
 //! `cli.elicit.no-ttl`, `cli.elicit.caller-default`).
 //!
 //! Usage errors (an unknown flag, a missing `--hash`, a malformed value) are clap's: usage on

@@ -1,4 +1,4 @@
-//! `obsidian-tc events` (spec/cli.md `cli.events.*`; spec/events.md; CONTRACT §1, §7): the
+//! `obsidian-tc events` (spec/cli.md `cli.events.*`; spec/events.md; spec/cli.md, spec/events.md): the
 //! audit log of cache.db, oldest first from `--after`, filtered by `--name`, as a table or
 //! one JSON object a line, and with `--follow` watched live.
 //!

@@ -1,4 +1,4 @@
-//! obsidian-tc: the command-line entry point (serve, elicit, pending, events, rerun, token mint) of CONTRACT §1
+//! obsidian-tc: the command-line entry point (serve, elicit, pending, events, rerun, token mint) of spec/cli.md
 //! (spec/cli.md `cli.commands`, `cli.exit-codes`).
 //!
 //! Exit status: 0 on success; 2 on a usage error, as clap reports it; 1 on a refusal or
@@ -60,7 +60,7 @@ fn main() -> ExitCode {
         Command::Elicit(args) => elicit::run(args, &env),
         Command::Pending(args) => pending::run(args, &env),
         Command::Events(args) => events::run(args, &env),
-        // Its own exit statuses (0, 3, 4; 1 for a refusal): CONTRACT §1.
+        // Its own exit statuses (0, 3, 4; 1 for a refusal): spec/cli.md.
         Command::Rerun(args) => return rerun::main(args, &env),
         Command::Token {
             command: TokenCommand::Mint(args),

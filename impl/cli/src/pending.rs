@@ -1,4 +1,4 @@
-//! `obsidian-tc pending` (spec/cli.md `cli.pending.*`; CONTRACT §1): the raised requests a
+//! `obsidian-tc pending` (spec/cli.md `cli.pending.*`; spec/cli.md): the raised requests a
 //! token can still be minted for, newest first, each with what the call would do (its
 //! summary, stored with the request when it was raised) and the command that approves it.
 //!

@@ -1,4 +1,4 @@
-//! `obsidian-tc rerun` (CONTRACT §1; spec/sessions.md `sessions.cli.rerun`,
+//! `obsidian-tc rerun` (spec/cli.md; spec/sessions.md `sessions.cli.rerun`,
 //! `sessions.rerun.exit-codes`): the operator's re-run of a recorded session, with the
 //! same engine as the `session_rerun` tool but not gated (the human runs it). It opens the
 //! server's configuration and cache.db as `serve` would, re-runs the session's calls as

@@ -1,9 +1,9 @@
 //! `obsidian-tc token mint` (spec/cli.md `cli.token.mint`, `cli.token.scopes`,
-//! `cli.token.requires-secret`; CONTRACT §1).
+//! `cli.token.requires-secret`; spec/cli.md).
 //!
 //! Whoever can read the config's `auth.jwtSecret` can already mint any credential the server
 //! accepts, so minting asks for nothing more than that file; by default the token grants
-//! every scope (`*`), as the seed describes.
+//! every scope (`*`), as the reference server does.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 

@@ -1,7 +1,7 @@
 //! The approval command an `elicit_required` refusal prints, pasted as it is: for every way of
 //! starting `obsidian-tc serve`, the printed `obsidian-tc elicit …` run by a shell from
 //! another working directory mints a token the same server then accepts (spec/cli.md
-//! `cli.elicit.command-works`; CONTRACT §1).
+//! `cli.elicit.command-works`; spec/cli.md).
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};

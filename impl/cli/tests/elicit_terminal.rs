@@ -1,5 +1,5 @@
 //! `obsidian-tc elicit` on a real pseudo-terminal: it shows what the call would do and asks
-//! before it mints (spec/cli.md `cli.elicit.interactive`; CONTRACT §1).
+//! before it mints (spec/cli.md `cli.elicit.interactive`; spec/cli.md).
 
 use std::process::Command;
 use std::sync::Arc;

@@ -1,5 +1,5 @@
 //! `obsidian-tc events`: the audit log, as a table, as JSON lines, filtered, and followed
-//! live (spec/cli.md `cli.events.*`; CONTRACT §1, §7).
+//! live (spec/cli.md `cli.events.*`; spec/cli.md, spec/events.md).
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};

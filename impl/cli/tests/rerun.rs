@@ -2,7 +2,7 @@
 //! stdio, then re-run by the operator with each exit status (0 no divergence, 3 a
 //! divergence, 4 nothing runnable, 1 an unknown session), as text, as JSON and in a
 //! sandbox (spec/sessions.md `sessions.cli.rerun`, `sessions.rerun.exit-codes`,
-//! `sessions.rerun.sandbox`; CONTRACT §1).
+//! `sessions.rerun.sandbox`; spec/cli.md).
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};

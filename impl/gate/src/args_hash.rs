@@ -1,5 +1,5 @@
 //! `args_hash`: what a confirmation is about, as 32 hex digits (spec/gate.md,
-//! clause `gate.hash.args-hash`; DESIGN.md §5).
+//! clause `gate.hash.args-hash`).
 //!
 //! `args_hash = hex(SHA-256(tool + " " + canonical_json(args − elicit_token)))[..32]`,
 //! computed the same way for every gated tool over the validated, default-filled

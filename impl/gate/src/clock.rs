@@ -1,5 +1,5 @@
 //! Time and randomness as parameters, so the gate is deterministic under test
-//! (DESIGN.md §1: "tc-gate takes time and randomness as parameters").
+//! (the design targets: "tc-gate takes time and randomness as parameters").
 
 use std::sync::Arc;
 use std::sync::Mutex;

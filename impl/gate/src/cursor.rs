@@ -1,5 +1,5 @@
 //! The `read_notes` paging cursor (spec: `paging.cursor.signed`, `paging.cursor.bound`,
-//! `paging.cursor.expiry`, `paging.cursor.refusals`; CONTRACT.md §5).
+//! `paging.cursor.expiry`, `paging.cursor.refusals`; spec/paging.md).
 //!
 //! A cursor is not secret (it only names the last path the caller was already sent), so
 //! its claims travel in the clear and are authenticated, not encrypted: HMAC-SHA256 under

@@ -17,7 +17,7 @@ use sha2::{Digest, Sha256};
 /// audit trail, not a way back to the id).
 const CALLER_HASH_HEX_LEN: usize = 16;
 
-/// The event names, spelled exactly as CONTRACT.md §7 fixes them.
+/// The event names, spelled exactly as spec/events.md fixes them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum EventName {
     /// A gated call was refused for want of approval and a request was raised.

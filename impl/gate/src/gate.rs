@@ -43,7 +43,7 @@ pub use self::tokens::{BindingMismatch, ElicitToken, IssuedToken, MintError, Red
 /// Whether a requestState may authorize the same call more than once within its TTL.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum RequestStateMode {
-    /// The seed's default (state.replayable): authenticated and expiring, not consumed.
+    /// The default (state.replayable): authenticated and expiring, not consumed.
     #[default]
     Replayable,
     /// The extension (state.ext.single-use): each state id is admitted once.
@@ -63,7 +63,7 @@ pub struct GateConfig {
 pub struct InvalidTtl(pub i64);
 
 impl GateConfig {
-    /// The seed's default confirmation TTL.
+    /// The default confirmation TTL.
     pub const DEFAULT_TTL_SECONDS: i64 = 300;
 
     /// `elicitTtlSeconds` as configured; non-positive values are refused at start-up.

@@ -1,5 +1,5 @@
 //! The response governor (spec: `governor.cap`, `governor.counted`, `governor.cost`;
-//! CONTRACT.md §4 `overflow`, §7 `governor_truncations_total`).
+//! spec/results.md `overflow`; spec/events.md `governor_truncations_total`).
 //!
 //! A tool result is serialized exactly once, straight into a buffer that accepts at most
 //! `governor.maxResponseBytes` bytes. The write that would pass the cap fails, which stops
@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::Serialize;
 
-/// The cap of the seed's default configuration (`governor.maxResponseBytes`).
+/// The cap of the default configuration (`governor.maxResponseBytes`).
 pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 1_000_000;
 
 /// The bytes of a tool response around its result object and the text copy of it: the

@@ -1,6 +1,6 @@
 //! The server secret and the keys derived from it (spec/state.md: `state.key.server-secret`,
 //! `state.key.secret-file`, `state.key.hkdf-label`, `state.key.not-jwt`,
-//! `state.key.per-process`, `state.key.startup-line-logged`; DESIGN.md §5).
+//! `state.key.per-process`, `state.key.startup-line-logged`).
 //!
 //! One 32-byte random secret lives at `<cacheDir>/server-secrets/wiki-generated.key`. It is
 //! never derived from `auth.jwtSecret` (nothing in this module can even see it), so every

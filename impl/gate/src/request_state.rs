@@ -1,6 +1,6 @@
 //! The SEP-2260/2322 `requestState` of the confirmation round trip (spec/state.md:
 //! `state.seal.aad`, `state.ttl`, `state.shared-cachedir`, `state.delete-voids`,
-//! `state.upgrade-refuse-once`, `state.key.*`; DESIGN.md §5).
+//! `state.upgrade-refuse-once`, `state.key.*`).
 //!
 //! Sealed with rmcp's [`RequestStateCodec`] under the [`KeyPurpose::RequestState`] key, as
 //! an `rs2` value with key id [`STATE_KEY_ID`]. The caller, vault, tool, args_hash and

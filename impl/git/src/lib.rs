@@ -1,5 +1,5 @@
 //! tc-git: `git_status`, `git_stage` and `git_commit` on the vault's own repository, through
-//! gix (CONTRACT.md §3; spec/git.md; spec/drift.md `drift.bind.git-commit`,
+//! gix (spec/tools.md; spec/git.md; spec/drift.md `drift.bind.git-commit`,
 //! `drift.residual.remote-git`).
 //!
 //! - [`repo`]: finding the vault's own repository (its work tree is the vault root), HEAD,

@@ -1,4 +1,4 @@
-//! `[ocr]` of the configuration file (CONTRACT.md §2; spec/ocr.md `ocr.config.languages`,
+//! `[ocr]` of the configuration file (spec/config.md; spec/ocr.md `ocr.config.languages`,
 //! `ocr.config.timeout`, `ocr.config.memory`, `ocr.config.unknown-key`).
 //!
 //! The section is read through a raw mirror that denies unknown keys, then validated in

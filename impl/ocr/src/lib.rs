@@ -1,5 +1,5 @@
 //! tc-ocr: `ocr_bulk`, the text of the vault's scans and PDFs read on the server host
-//! (CONTRACT.md §2 `[ocr]`, §3; spec/ocr.md; spec/drift.md `drift.bind.ocr-bulk`).
+//! (spec/config.md `[ocr]`; spec/tools.md; spec/ocr.md; spec/drift.md `drift.bind.ocr-bulk`).
 //!
 //! - [`config`]: `[ocr]` (`languages`, `timeoutSeconds`, `maxMemoryMb`), validated while it is parsed;
 //! - [`engine`]: tesseract and poppler as child processes, no shell, each in a process group

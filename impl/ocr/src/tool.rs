@@ -1,4 +1,4 @@
-//! `ocr_bulk` (CONTRACT.md §3; spec/ocr.md; spec/drift.md `drift.bind.ocr-bulk`).
+//! `ocr_bulk` (spec/tools.md; spec/ocr.md; spec/drift.md `drift.bind.ocr-bulk`).
 //!
 //! Always gated, scope `read:ocr`, bound to its candidates (see [`crate::candidates`]).
 //! The precheck collects the candidates, refuses what could never run (no engine on the

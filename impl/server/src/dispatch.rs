@@ -1,7 +1,7 @@
 //! The one dispatch pipeline of `tools/call` (spec/dispatch.md `dispatch.order`,
 //! `dispatch.one-pipeline`, `dispatch.unknown-tool`; spec/trips.md; spec/governor.md
 //! `governor.cap`, `governor.counted`, `governor.single-serialization`; spec/events.md;
-//! CONTRACT §4, §6).
+//! spec/results.md, spec/trips.md).
 //!
 //! Every call on every transport and era goes through [`ServerCore::call_tool`]:
 //!

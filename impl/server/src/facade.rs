@@ -1,5 +1,5 @@
 //! The lean facade: `find_capability`, `describe_capability` and `call_capability`
-//! (spec/facade.md; CONTRACT §2 `toolFacade.mode`, §3, §6 route 5).
+//! (spec/facade.md; spec/config.md `toolFacade.mode`; spec/tools.md; spec/trips.md route 5).
 //!
 //! The facade changes what `tools/list` advertises, never what a call may do. The two
 //! look-ups are answered here from the registry's definitions; `call_capability` is turned

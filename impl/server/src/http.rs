@@ -1,5 +1,5 @@
 //! The HTTP scaffold (spec/auth.md `auth.host-origin`, `auth.unauthenticated`,
-//! `auth.none.caller`; spec/events.md `metrics.endpoint`; CONTRACT §1 `serve --http`, §7).
+//! `auth.none.caller`; spec/events.md `metrics.endpoint`; spec/cli.md `serve --http`; spec/events.md).
 //!
 //! Routes: `GET /healthz` (200 `ok`), `GET /metrics` (the registry of [`crate::metrics`]),
 //! and `/mcp`, where the MCP Streamable HTTP service is nested behind bearer authentication.

@@ -1,6 +1,6 @@
 //! tc-server: the MCP server on rmcp (dispatch, confirmation round trips, transports).
 //!
-//! [`config`] (CONTRACT §2), [`auth`] (callers and HTTP authentication), [`metrics`]
+//! [`config`] (spec/config.md), [`auth`] (callers and HTTP authentication), [`metrics`]
 //! (Prometheus counters), [`http`] (the axum scaffold the Streamable HTTP service is nested
 //! into), [`dispatch`] (the one `tools/call` pipeline with every confirmation route),
 //! [`trips`] (round-trip wire shapes), `routes` (the round trips and the legacy shim), [`results`] (result envelopes), [`resources`] (notes

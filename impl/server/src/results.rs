@@ -1,5 +1,5 @@
 //! The shapes of a tool call's result on the wire (spec/results.md `results.success`,
-//! `results.error-blocks`; spec/governor.md `governor.single-serialization`; CONTRACT §4).
+//! `results.error-blocks`; spec/governor.md `governor.single-serialization`; spec/results.md).
 //!
 //! A success carries the result object as `structuredContent` and one text block holding
 //! the same JSON. The text is made from the very bytes the governor measured, so the result

@@ -1,5 +1,5 @@
 //! The confirmation routes a gated call without a CLI token takes (spec/trips.md; spec/state.md
-//! `state.seal.aad`, `state.invalid-fresh`, `state.ext.single-use`; CONTRACT §6 routes 2 and
+//! `state.seal.aad`, `state.invalid-fresh`, `state.ext.single-use`; spec/trips.md routes 2 and
 //! 3): the 2026-07-28 `input_required` round trip (offered, then completed by the client's
 //! resubmission) and the legacy stdio shim, which sends `elicitation/create` itself. Both
 //! put the call's summary in the form's message and end in [`ServerCore::execute`] with a

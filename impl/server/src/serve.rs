@@ -1,5 +1,5 @@
 //! Running the server: assembling [`ServerCore`] from a checked configuration and serving it
-//! over stdio or Streamable HTTP (CONTRACT §1 `serve`; spec/cli.md `cli.serve.transports`,
+//! over stdio or Streamable HTTP (spec/cli.md `serve`; spec/cli.md `cli.serve.transports`,
 //! `cli.serve.stderr`, `cli.serve.lazy`, `cli.serve.stdio-eof-exit`; spec/state.md
 //! `state.key.server-secret`, `state.key.startup-line-logged`; spec/auth.md `auth.none.loopback`).
 //!

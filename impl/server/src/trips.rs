@@ -1,4 +1,4 @@
-//! The confirmation round trips of CONTRACT §6 as the wire sees them (spec/trips.md;
+//! The confirmation round trips of spec/trips.md as the wire sees them (spec/trips.md;
 //! spec/state.md `state.seal.aad`, `state.invalid-fresh`).
 //!
 //! - Who gets a round trip: a client whose capabilities *for this request* include form

@@ -1,6 +1,6 @@
 //! The bridge's tools through the whole MCP server, against a stand-in Obsidian that speaks
 //! the Local REST API's and the companion's routes (tc_bridge::testing): every confirmation
-//! route of CONTRACT §6 runs the command exactly once, the refusals before the gate raise
+//! route of spec/trips.md runs the command exactly once, the refusals before the gate raise
 //! nothing, and a failure after the request was sent keeps the approval spent.
 
 mod mcp_support;

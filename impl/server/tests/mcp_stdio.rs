@@ -1,6 +1,6 @@
 //! In-process end-to-end tests of the MCP server over a stdio-like duplex, with rmcp's own
 //! client, in both protocol eras: tools/list, the dispatch pipeline, every confirmation
-//! route of CONTRACT §6, the governor, and resources.
+//! route of spec/trips.md, the governor, and resources.
 
 mod mcp_support;
 

@@ -70,7 +70,7 @@ impl Gate {
     }
 
     // r[impl state.ext.single-use]
-    /// Admits a verified requestState before its handler runs. Replayable mode (the seed's
+    /// Admits a verified requestState before its handler runs. Replayable mode (the
     /// default) admits it every time within its TTL; SingleUse mode records its id durably
     /// (shared by every process on this cache.db) and refuses it the second time.
     pub fn admit_request_state(&self, opened: &OpenedState) -> Result<(), AdmitError> {
