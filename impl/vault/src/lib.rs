@@ -22,6 +22,8 @@ pub mod acl;
 pub mod conventions;
 pub mod error;
 pub mod frontmatter_edit;
+#[doc(hidden)]
+pub mod fuzz_bodies;
 pub mod links;
 pub mod locate;
 pub mod note;
