@@ -1,4 +1,4 @@
-//! Captures (CONTRACT §3; spec/index.md `captures.*`): `capture_note` stages text in a queue
+//! Captures (spec/tools.md; spec/index.md `captures.*`): `capture_note` stages text in a queue
 //! in cache.db without touching the vault, `list_captures` pages the queue, and
 //! `commit_capture` writes one capture as a note.
 //!

@@ -1,6 +1,5 @@
 //! tc-index: the vault index in cache.db and the tools on it (spec/index.md; spec/drift.md
-//! `drift.bind.reset-vault-cache`, `drift.residual.reset-cache-log`; shared/DESIGN.md §1,
-//! §7; CONTRACT.md §2 `[search]`, §3).
+//! `drift.bind.reset-vault-cache`, `drift.residual.reset-cache-log`; spec/config.md `[search]`; spec/tools.md).
 //!
 //! - [`parse`]: what the index keeps of a note (hash, frontmatter keys, tags, headings,
 //!   links by name key, heading-aware chunks);
@@ -36,7 +35,7 @@ fn yes() -> bool {
     true
 }
 
-/// `[search]` (CONTRACT §2).
+/// `[search]` (spec/config.md).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct SearchConfig {
@@ -59,7 +58,7 @@ impl Default for SearchConfig {
     }
 }
 
-/// `[search.embeddings]` (CONTRACT §2): any OpenAI-compatible `/embeddings` endpoint.
+/// `[search.embeddings]` (spec/config.md): any OpenAI-compatible `/embeddings` endpoint.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct EmbeddingsConfig {

@@ -1,4 +1,4 @@
-//! `reset_vault_cache` (CONTRACT §3; spec/drift.md `drift.bind.reset-vault-cache`,
+//! `reset_vault_cache` (spec/tools.md; spec/drift.md `drift.bind.reset-vault-cache`,
 //! `drift.residual.reset-cache-log`; spec/index.md `index.reset`): always gated, destructive,
 //! scope `admin:vault`.
 //!

@@ -1,4 +1,4 @@
-//! `[vaults.memory]` (CONTRACT.md §2; spec/memory.md `memory.config.folder`).
+//! `[vaults.memory]` (spec/config.md; spec/memory.md `memory.config.folder`).
 
 use serde::{Deserialize, Serialize};
 use tc_vault::path::FolderPath;

@@ -1,5 +1,5 @@
 //! tc-memory: agent memory in the vault (spec/memory.md; spec/drift.md
-//! `drift.bind.delete-entity`; CONTRACT.md §3 `upsert_entity` … `delete_entity`).
+//! `drift.bind.delete-entity`; spec/tools.md `upsert_entity` … `delete_entity`).
 //!
 //! Agents keep long-lived memory as a graph of entities (a type, a name, observations) and
 //! typed relations between them. The graph lives in cache.db ([`store`], tables of this

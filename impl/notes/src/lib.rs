@@ -1,4 +1,4 @@
-//! tc-notes: the twelve note tools, on the tool framework of tc-tools (CONTRACT.md §3;
+//! tc-notes: the twelve note tools, on the tool framework of tc-tools (spec/tools.md;
 //! spec/tools.md; spec/drift.md `drift.bind.path-tools`, `drift.bind.rewrite-link`,
 //! `drift.bind.restore-note`, `drift.bind.commit-wiki-page`; spec/paging.md).
 //!
@@ -9,7 +9,7 @@
 //! - [`edit`]: `update_frontmatter` and `update_task`;
 //! - [`links`]: `rewrite_link` and `prune_hub_links`;
 //! - [`patch`], [`replace_in`], [`outline`]: `patch_note`, `replace_in_note`,
-//!   `get_note_outline` and `note_exists` (CONTRACT §8.1).
+//!   `get_note_outline` and `note_exists` (spec/tools.md.1).
 //!
 //! [`register`] adds them all to a registry, in the order `tools/list` shows them.
 

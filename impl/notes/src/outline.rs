@@ -1,5 +1,5 @@
 //! `get_note_outline` and `note_exists`: what a note holds and whether a path is there,
-//! without reading the whole note into the conversation (CONTRACT §8.1, §8.6; spec/tools.md
+//! without reading the whole note into the conversation (spec/tools.md
 //! `tools.get-note-outline`, `tools.note-exists`).
 
 use std::time::UNIX_EPOCH;

@@ -1,4 +1,4 @@
-//! `patch_note`: an edit at one part of a note (CONTRACT §8.1; spec/tools.md
+//! `patch_note`: an edit at one part of a note (spec/tools.md.1; spec/tools.md
 //! `tools.patch-note`, `tools.patch-note.confirm`, `tools.patch-note.unresolved`,
 //! `tools.compose.patch-note`; spec/drift.md `drift.bind.part-tools`; the service is
 //! spec/vault.md `vault.sections.*`).

@@ -1,4 +1,4 @@
-//! `replace_in_note`: find and replace in a note's body (CONTRACT §8.1; spec/tools.md
+//! `replace_in_note`: find and replace in a note's body (spec/tools.md.1; spec/tools.md
 //! `tools.replace-in-note`, `tools.replace-in-note.confirm`, `tools.replace-in-note.regex`;
 //! spec/drift.md `drift.bind.part-tools`).
 //!

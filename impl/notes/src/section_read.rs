@@ -1,4 +1,4 @@
-//! `read_notes` with `section`: one heading's section of one note (CONTRACT §8.1; spec
+//! `read_notes` with `section`: one heading's section of one note (spec/tools.md.1; spec
 //! paging.md `paging.read-notes.section`), on tc-vault's sections service.
 
 use std::io;

@@ -1,4 +1,4 @@
-//! The TOML configuration (CONTRACT.md §2; spec/config.md `config.*`, and the cache-directory
+//! The TOML configuration (spec/config.md; spec/config.md `config.*`, and the cache-directory
 //! rules of spec/cli.md `cli.cache-default`, `cli.cache-precedence`, `cli.cache-outside-vault`,
 //! `cli.serve.vault-dir`).
 //!
@@ -26,7 +26,7 @@ mod validate;
 
 use paths::*;
 
-/// The seed's default confirmation TTL, in seconds.
+/// The default confirmation TTL, in seconds.
 pub const DEFAULT_ELICIT_TTL_SECONDS: i64 = tc_gate::GateConfig::DEFAULT_TTL_SECONDS;
 /// The default cap on one tool response, in bytes.
 pub const DEFAULT_MAX_RESPONSE_BYTES: u64 = tc_gate::governor::DEFAULT_MAX_RESPONSE_BYTES as u64;

@@ -1,4 +1,4 @@
-//! `[sessions]` of the configuration (CONTRACT.md §2; spec/sessions.md
+//! `[sessions]` of the configuration (spec/config.md; spec/sessions.md
 //! `sessions.config.trace-content`).
 
 use serde::Deserialize;

@@ -1,6 +1,6 @@
 //! tc-sessions: sessions of an agent's calls, their traces, and re-running them
 //! (spec/sessions.md; spec/drift.md `drift.bind.session-rerun`,
-//! `drift.residual.open-session`; CONTRACT.md §1 `obsidian-tc rerun`, §2 `[sessions]`, §3
+//! `drift.residual.open-session`; spec/cli.md `obsidian-tc rerun`; spec/config.md `[sessions]`; spec/tools.md
 //! `start_session` … `session_rerun`).
 //!
 //! An agent opens a session on a vault with `start_session`; until `end_session`, every

@@ -1,4 +1,4 @@
-//! A subsystem's own tables in `cache.db` (shared/DESIGN.md §1: "a subsystem crate owns its
+//! A subsystem's own tables in `cache.db` ("a subsystem crate owns its
 //! tables in cache.db, its own migrations"; spec/vault.md `gate.files.private`).
 //!
 //! The gate keys its schema by `PRAGMA user_version`, so a subsystem cannot: each one keys

@@ -1,6 +1,6 @@
 //! The failure envelope of every tool call (spec/results.md: `results.error-blocks`,
 //! `results.codes`, `results.retryable`, `results.recovery`, `results.no-secrets`, and the
-//! per-code details clauses; CONTRACT.md §4).
+//! per-code details clauses; spec/results.md).
 //!
 //! A [`ToolError`] is what the server turns into `isError: true` with two text blocks:
 //! `Error [<code>]: <message>` and the JSON envelope `{code, message, retryable, details?,
@@ -35,7 +35,7 @@ pub enum ErrorCode {
     Overflow,
     InvalidInput,
     InternalError,
-    // The subsystems' codes (CONTRACT §4).
+    // The subsystems' codes (spec/results.md).
     EntityNotFound,
     EntityHasRelations,
     CaptureNotFound,

@@ -1,7 +1,7 @@
 //! tc-tools: the tool framework every subsystem crate builds its tools on (spec/dispatch.md,
 //! spec/tools.md `tools.schema`, `tools.output-schema`, `tools.annotations`,
 //! `tools.summary`, `tools.progress`; spec/drift.md `drift.targets-declared`,
-//! `drift.startup-refusal`; spec/results.md; CONTRACT.md §3, §4).
+//! `drift.startup-refusal`; spec/results.md; spec/tools.md, spec/results.md).
 //!
 //! A tool is a type implementing [`Tool`]: typed arguments (a serde struct deriving
 //! `schemars::JsonSchema`, the one source of the advertised `inputSchema`, the validation,

@@ -3,7 +3,7 @@
 //! `dispatch.read-only`, `dispatch.precheck`, `dispatch.gate`, `dispatch.one-pipeline`;
 //! spec/gate.md, spec/release.md, spec/drift.md, spec/results.md).
 //!
-//! Two phases, so every confirmation route of CONTRACT.md §6 shares them:
+//! Two phases, so every confirmation route of spec/trips.md shares them:
 //!
 //! 1. [`Pipeline::prepare`]: schema validation (defaults filled), the caller's scope, the
 //!    vault binding, the read-only check, the tool's precheck, and the gate's decision

@@ -1,4 +1,4 @@
-//! The per-vault folder ACL (CONTRACT.md §2 `[vaults.acl]`).
+//! The per-vault folder ACL (spec/config.md `[vaults.acl]`).
 //!
 //! Rules, as configured:
 //! - `readOnly = true` refuses every write and delete.

@@ -1,5 +1,5 @@
 //! Conventions: the vault's block rules, judged by the write gate before any write
-//! (CONTRACT.md §2 `[[vaults.conventions]]`; seed: "the vault write gate
+//! (spec/config.md `[[vaults.conventions]]`; seed: "the vault write gate
 //! refused it with convention_blocked before any write of the call").
 //!
 //! Each rule has a `glob` over vault-relative paths and any of:
@@ -15,7 +15,7 @@
 //! rule that the target note *already* broke before this write does not refuse an overwrite
 //! of it. Otherwise an agent could never fix a task line in an old, non-conforming note.
 //! That tolerance needs the prior state ([`Prior::Known`]). When the gate has no prior state to
-//! go on, [`Prior::Unknown`], the note is judged as if it were new. That is the seed's
+//! go on, [`Prior::Unknown`], the note is judged as if it were new. That is the requirements'
 //! `update_task` case: "the write gate judges a note that already breaks a block rule as a
 //! new note when the caller lacks read:notes or the note is over 1 MiB"
 //! ([`update_task_prior`]).

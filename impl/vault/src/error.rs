@@ -1,11 +1,11 @@
-//! The vault's typed errors and their wire codes (CONTRACT.md §4).
+//! The vault's typed errors and their wire codes (spec/results.md).
 //!
 //! Every refusal the vault layer can produce is one variant of [`VaultError`], so the tool
 //! layer maps a failure to its `{code, message, retryable, details}` envelope with
 //! [`VaultError::code`], [`VaultError::retryable`] and [`VaultError::details`], without
 //! matching on strings. The folder ACL ([`crate::acl::AclDenied`]) and the conventions
 //! ([`crate::conventions::ConventionBlocked`]) keep their own types, because the gate treats
-//! both as "refused before any write" (the seed's release rule), and convert into this one.
+//! both as "refused before any write" (release.md's rule), and convert into this one.
 
 use serde_json::{Value, json};
 
@@ -74,7 +74,7 @@ pub enum VaultError {
 }
 
 impl VaultError {
-    /// The wire code of CONTRACT.md §4.
+    /// The wire code of spec/results.md.
     pub fn code(&self) -> &'static str {
         match self {
             VaultError::PathInvalid { .. } => "path_invalid",

@@ -1,4 +1,4 @@
-//! tc-vault: the Obsidian vault under the gated tools (CONTRACT.md §2, §3, §5; spec/vault.md).
+//! tc-vault: the Obsidian vault under the gated tools (spec/config.md, spec/tools.md, spec/paging.md; spec/vault.md).
 //!
 //! The layers, bottom up:
 //! - [`path`]: caller strings judged into [`VaultPath`]s, resolved against the root without

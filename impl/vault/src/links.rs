@@ -1,5 +1,5 @@
 //! Wikilinks and embeds: finding, resolving and rewriting them the way Obsidian does
-//! (CONTRACT.md §3 `rewrite_link`, `move_note.update_backlinks`; seed:
+//! (spec/tools.md `rewrite_link`, `move_note.update_backlinks`; seed:
 //! `rewrite_link` binds "the set of notes the rewrite would touch, and their content").
 //!
 //! Syntax: `[[target]]`, `[[target|alias]]`, `[[target#heading]]`,

@@ -1,5 +1,5 @@
 //! Notes as Obsidian sees them: optional YAML frontmatter, then the body
-//! (CONTRACT.md §3 `update_frontmatter`, §5 `frontmatter` in `read_notes`).
+//! (spec/tools.md `update_frontmatter`, spec/paging.md `frontmatter` in `read_notes`).
 //!
 //! Frontmatter is recognized only at the very start of the note: a line `---`, the YAML,
 //! and a closing line `---` (a final line without newline may close it). `\r\n` line ends

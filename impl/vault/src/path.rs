@@ -1,4 +1,4 @@
-//! Vault-relative paths and their resolution against the vault root (CONTRACT.md §2, §3:
+//! Vault-relative paths and their resolution against the vault root (spec/config.md, spec/tools.md:
 //! paths are vault-relative and `/`-separated; `..`, absolute paths and links that lead out
 //! of the vault are refused with `path_invalid`; `.obsidian/`, `.git/` and `.trash/` are
 //! never reachable through the tools).

@@ -1,4 +1,4 @@
-//! Tasks-plugin task lines (CONTRACT.md §3 `update_task`: confirmation
+//! Tasks-plugin task lines (spec/tools.md `update_task`: confirmation
 //! needed when "it reopens a task marked done more than 7 days ago (Tasks-plugin
 //! `✅ YYYY-MM-DD`)"; spec/tools.md `tools.update-task.*`, spec/floors.md
 //! `floors.update-task-steps`).

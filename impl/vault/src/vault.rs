@@ -1,5 +1,5 @@
 //! One vault on disk: reading, hashing, atomic writes, moves, copies, deletes
-//! (CONTRACT.md §3, §4). The delete snapshots `restore_note` restores from are in
+//! (spec/tools.md, spec/results.md). The delete snapshots `restore_note` restores from are in
 //! `vault/snapshots.rs`, a child module so they share the vault's lock and file helpers
 //! without widening their visibility.
 //!
@@ -41,7 +41,7 @@ use folders::{create_parent, parent_missing};
 
 pub use snapshots::{SnapshotId, SnapshotInfo, snapshot_dir_for};
 
-/// `[[vaults]]` as written in the config file (CONTRACT.md §2).
+/// `[[vaults]]` as written in the config file (spec/config.md).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct VaultConfig {

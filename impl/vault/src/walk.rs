@@ -1,5 +1,5 @@
 //! The sorted, resumable folder walk and the byte-budgeted page builder behind `read_notes`
-//! and `list_notes` (CONTRACT.md §5; seed: "read_notes … stays under the
+//! and `list_notes` (spec/paging.md; seed: "read_notes … stays under the
 //! cap by paging … Every page makes progress; a note that could never fit is reported as a
 //! per-path too_large error (with its size and the budget) and skipped … The folder ACL is
 //! re-checked per note on every page").
@@ -456,7 +456,7 @@ fn error_entry(path: &str, error: &VaultError) -> Box<str> {
     .into_boxed_str()
 }
 
-/// `too_large` carries `{size, budget}` (CONTRACT.md §5); other codes their own details.
+/// `too_large` carries `{size, budget}` (spec/paging.md); other codes their own details.
 fn error_details(error: &VaultError) -> Value {
     match error {
         VaultError::TooLarge { size, limit, .. } => json!({"size": size, "budget": limit}),

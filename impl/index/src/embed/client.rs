@@ -1,4 +1,4 @@
-//! The client of an OpenAI-compatible embeddings endpoint (CONTRACT §2 `[search.embeddings]`;
+//! The client of an OpenAI-compatible embeddings endpoint (spec/config.md `[search.embeddings]`;
 //! spec/index.md `search.embeddings.endpoint`): `POST {url}/embeddings` with
 //! `{"model", "input": [..]}`, answered by `{"data": [{"embedding", "index"}], "model"}`, as
 //! OpenAI, Ollama (`/v1`), llama.cpp's server and LM Studio speak it.

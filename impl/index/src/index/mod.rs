@@ -1,7 +1,7 @@
 //! One vault's index: its files as last seen (size and mtime), kept in cache.db and in
 //! memory, brought up to date with the folder before every answer (spec/index.md
 //! `index.store`, `index.reconcile`, `index.fresh`, `index.hidden`, `index.build.background`,
-//! `index.links.*`; shared/DESIGN.md §7: "the index is the vault's memory, not its truth").
+//! `index.links.*`).
 //!
 //! A full reconciliation walks the vault as tc-vault's own walk does (see [`scan`]) and stats
 //! every file. A file whose size or mtime differs from what the index holds, or that is new,

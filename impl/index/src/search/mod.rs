@@ -1,4 +1,4 @@
-//! `search_notes` (CONTRACT §3; spec/index.md `search.*`): BM25 over the chunks (FTS5,
+//! `search_notes` (spec/tools.md; spec/index.md `search.*`): BM25 over the chunks (FTS5,
 //! [`text`]), or by embedding ([`semantic`]: cosine nearest chunks, or hybrid: both ranks
 //! fused), one hit per note (its best chunk) with a snippet, filtered by folder and tags,
 //! paged with a signed cursor bound to the caller, the tool and the request (mode

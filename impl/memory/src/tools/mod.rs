@@ -1,4 +1,4 @@
-//! The six memory tools (CONTRACT.md §3; spec/memory.md `memory.tools.*`):
+//! The six memory tools (spec/tools.md; spec/memory.md `memory.tools.*`):
 //!
 //! - [`upsert`] holds `upsert_entity`;
 //! - [`relate`] holds `relate_entities` and `unrelate_entities`;

@@ -1,6 +1,6 @@
 //! The `read_notes` and `list_notes` tools: one page per call, under the governor's cap,
 //! with a signed cursor to the next (spec `paging.*`, `tools.read-notes`,
-//! `tools.list-notes`; CONTRACT.md §3, §5; seed: "read_notes is the
+//! `tools.list-notes`; spec/tools.md, spec/paging.md; seed: "read_notes is the
 //! exception to that refusal: it stays under the cap by paging").
 //!
 //! # The contract with the registry and the server
@@ -103,7 +103,7 @@ fn yes() -> bool {
     true
 }
 
-/// `read_notes` arguments (CONTRACT.md §3): exactly one of `paths` and `folder`, said in
+/// `read_notes` arguments (spec/tools.md): exactly one of `paths` and `folder`, said in
 /// both descriptions and checked by [`ReadNotesArgs::check`] (not by a top-level `oneOf`,
 /// which several MCP clients refuse in a tool's input schema).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
@@ -167,7 +167,7 @@ impl ReadNotesArgs {
     }
 }
 
-/// `list_notes` arguments (CONTRACT.md §3).
+/// `list_notes` arguments (spec/tools.md).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ListNotesArgs {
@@ -241,7 +241,7 @@ impl PagingError {
         }
     }
 
-    /// The error code of CONTRACT.md §4 (a vault error keeps its own, see
+    /// The error code of spec/results.md (a vault error keeps its own, see
     /// [`VaultError::code`]).
     pub fn code(&self) -> &'static str {
         match self {

@@ -1,4 +1,4 @@
-//! The four session tools (CONTRACT.md §3; spec/sessions.md `sessions.tools.*`):
+//! The four session tools (spec/tools.md; spec/sessions.md `sessions.tools.*`):
 //!
 //! - [`manage`] holds `start_session`, `end_session` and `list_sessions`;
 //! - [`session_rerun`] holds `session_rerun`, always gated.

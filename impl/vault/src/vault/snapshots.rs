@@ -1,5 +1,5 @@
 //! The delete snapshots `restore_note` restores from (spec `vault.snapshot.delete`,
-//! `vault.snapshot.restore`, `vault.snapshot.permanent`; CONTRACT.md §3, §4).
+//! `vault.snapshot.restore`, `vault.snapshot.permanent`; spec/tools.md, spec/results.md).
 //!
 //! Snapshots live in a folder outside the vault (`<cacheDir>/snapshots/<vault-id>/`):
 //! deleting first renames the note aside inside its own folder, snapshots exactly the bytes
