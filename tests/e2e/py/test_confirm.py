@@ -1,4 +1,4 @@
-"""The confirmation routes of CONTRACT §6 driven through the built binary by the official
+"""The confirmation routes of spec/trips.md and spec/gate.md driven through the built binary by the official
 Python SDK (`mcp` 2.3): `delete_note` (always gated) on a temp vault, over stdio and
 Streamable HTTP, legacy era and 2026-07-28, with every client answer and with no capability."""
 

@@ -1,4 +1,4 @@
-"""The subsystems behind the seed's binding table, driven through the built binary by the
+"""The subsystems behind the binding table of spec/drift.md, driven through the built binary by the
 official Python SDK (`mcp` 2.3) over stdio: agent memory with `delete_entity` approved by the
 printed `obsidian-tc elicit` command, `git_commit` approved in the 2026-07-28 round trip on a
 repository made by the test and checked with git itself, and `search_notes` finding an edit
