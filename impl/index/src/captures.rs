@@ -16,7 +16,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tc_gate::ConfirmationTargets;
 use tc_gate::cursor::{CursorClaims, request_digest};
-use tc_notes::write::{WriteMode, WriteNote, WriteNoteArgs, WriteNoteOutput};
+use tc_tools::note_write::{WriteMode, WriteNote, WriteNoteArgs, WriteNoteOutput};
 use tc_tools::{
     Annotations, ErrorCode, Gating, HandlerFailure, Precheck, Summary, TargetState, Tool, ToolCx,
     ToolError, ToolSpec, wire_cost,

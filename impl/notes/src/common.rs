@@ -16,125 +16,20 @@
 //! its confirmation binds, is the same on both paths.
 
 use tc_tools::context::LinkCandidates;
-use tc_tools::{HandlerFailure, TargetState, ToolCx, ToolError};
-use tc_vault::conventions::{ContentFacts, Prior, WriteIntent, WriteKind};
-use tc_vault::error::VaultError;
+use tc_tools::{ToolCx, ToolError};
 use tc_vault::links::{LinkResolver, LinkRewrite, rewrite_links};
 use tc_vault::path::{FolderPath, VaultPath};
 use tc_vault::rewrite::{RewritePlan, TouchedNote};
-use tc_vault::vault::{NoteContent, Precondition};
 
-/// A note path argument.
-pub(crate) fn note(path: &str) -> Result<VaultPath, ToolError> {
-    Ok(VaultPath::parse_note(path)?)
-}
-
-pub(crate) fn not_found(path: &VaultPath) -> ToolError {
-    VaultError::NoteNotFound {
-        path: path.as_str().to_owned(),
-    }
-    .into()
-}
-
-pub(crate) fn exists_error(path: &VaultPath) -> ToolError {
-    VaultError::NoteExists {
-        path: path.as_str().to_owned(),
-    }
-    .into()
-}
-
-// r[impl tools.prev-hash]
-pub(crate) fn check_prev_hash(
-    path: &VaultPath,
-    prev_hash: Option<&str>,
-    current: Option<&NoteContent>,
-) -> Result<(), ToolError> {
-    let Some(expected) = prev_hash else {
-        return Ok(());
-    };
-    let actual = current.map_or("absent", |c| c.hash.as_str());
-    if actual == expected {
-        Ok(())
-    } else {
-        Err(VaultError::ConcurrentModification {
-            path: path.as_str().to_owned(),
-            expected: expected.to_owned(),
-            actual: actual.to_owned(),
-        }
-        .into())
-    }
-}
-
-pub(crate) fn prior_of(current: Option<&NoteContent>) -> Prior {
-    match current {
-        Some(content) => Prior::Known(ContentFacts::of(&content.bytes)),
-        None => Prior::Absent,
-    }
-}
-
-pub(crate) fn kind_for(current: Option<&NoteContent>) -> WriteKind {
-    if current.is_some() {
-        WriteKind::Overwrite
-    } else {
-        WriteKind::Create
-    }
-}
-
-/// The write gate's preflight: a refusal here happens before the confirmation gate.
-pub(crate) fn preflight(cx: &ToolCx<'_>, intent: &WriteIntent) -> Result<(), ToolError> {
-    cx.judge(intent)
-        .map_err(|blocked| ToolError::convention(&blocked))
-}
-
-/// Reads `path` in the handler and checks it is still in the state the approval covers.
-pub(crate) fn read_as_observed(
-    cx: &ToolCx<'_>,
-    state: &TargetState,
-    path: &VaultPath,
-) -> Result<Option<NoteContent>, HandlerFailure> {
-    let current = cx.vault().read_if_exists(path)?;
-    check_observed(state, path, current.as_ref())?;
-    Ok(current)
-}
-
-/// Checks that `current`, read in the handler, is the state observed for `path` when the
-/// call's state was taken (`concurrent_modification` otherwise).
-pub(crate) fn check_observed(
-    state: &TargetState,
-    path: &VaultPath,
-    current: Option<&NoteContent>,
-) -> Result<(), HandlerFailure> {
-    if let Some(observed) = state.observed_hash(path) {
-        let actual = current.map(|c| c.hash.as_str());
-        if actual != observed {
-            return Err(VaultError::ConcurrentModification {
-                path: path.as_str().to_owned(),
-                expected: observed.unwrap_or("absent").to_owned(),
-                actual: actual.unwrap_or("absent").to_owned(),
-            }
-            .into());
-        }
-    }
-    Ok(())
-}
-
-/// The write precondition matching what was observed at `path`.
-pub(crate) fn guard_for(current: Option<&NoteContent>) -> Precondition {
-    match current {
-        Some(content) => Precondition::HashIs(content.hash.clone()),
-        None => Precondition::MustNotExist,
-    }
-}
+pub(crate) use tc_tools::note_write::{
+    check_observed, check_prev_hash, exists_error, guard_for, kind_for, not_found, note, preflight,
+    prior_of, read_as_observed,
+};
 
 // r[impl results.bounded-mutations]
 /// The most paths a result of a tool that changes notes lists (the counts say how many in
 /// all), so such a result always fits the smallest cap the config accepts.
 pub(crate) const LISTED_PATHS: usize = 100;
-
-/// A size in bytes for a summary line.
-pub(crate) fn bytes(n: usize) -> String {
-    format!("{n} bytes")
-}
 
 // r[impl index.links.candidates]
 /// The vault's files and the notes that may link to one of `names`, from the vault's index

@@ -202,3 +202,32 @@ fn a_new_family_is_one_type_and_one_entry_in_the_list() {
     let names: Vec<&str> = registry.iter().map(|d| d.name.as_str()).collect();
     assert_eq!(names, ["what_time_is_it"]);
 }
+
+// r[verify tools.families.one-door]
+/// No family crate depends on another: what two need lives below them (tc-tools, tc-vault,
+/// tc-gate), so a family is added, or taken out, alone.
+#[test]
+fn no_family_crate_depends_on_another() {
+    let families = [
+        "notes", "index", "memory", "git", "ocr", "bridge", "sessions",
+    ];
+    let impl_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    for family in families {
+        let manifest = std::fs::read_to_string(impl_dir.join(family).join("Cargo.toml")).unwrap();
+        // The normal dependencies: from `[dependencies]` to the next table.
+        let start = manifest.find("[dependencies]").expect("[dependencies]");
+        let rest = &manifest[start + "[dependencies]".len()..];
+        let end = rest.find("\n[").unwrap_or(rest.len());
+        let dependencies = &rest[..end];
+        for other in families.iter().filter(|other| **other != family) {
+            let name = format!("tc-{other}");
+            assert!(
+                !dependencies
+                    .lines()
+                    .any(|line| line.trim_start().starts_with(&format!("{name}."))
+                        || line.trim_start().starts_with(&format!("{name} "))),
+                "tc-{family} depends on {name}"
+            );
+        }
+    }
+}

@@ -15,6 +15,7 @@ pub mod context;
 pub mod db;
 pub mod error;
 pub mod family;
+pub mod note_write;
 pub mod paging;
 pub mod pipeline;
 mod refusals;
