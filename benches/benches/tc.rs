@@ -8,6 +8,7 @@ mod gate_store;
 mod governor;
 mod index;
 mod paging;
+mod sections;
 
 criterion::criterion_main!(
     gate_codecs::benches,
@@ -15,4 +16,5 @@ criterion::criterion_main!(
     governor::benches,
     index::benches,
     paging::benches,
+    sections::benches,
 );

@@ -144,20 +144,30 @@ fn lines(text: &str) -> Vec<Line> {
 /// The frontmatter block of `text`, if the note opens with one (after a byte-order mark).
 pub fn frontmatter_block(text: &str) -> Option<FrontmatterBlock> {
     let offset = if text.starts_with(BOM) { BOM.len() } else { 0 };
-    let all = lines(text);
-    let first = all.iter().position(|l| l.start == offset)?;
-    if &text[all[first].start..all[first].text_end] != "---"
-        || all[first].end == all[first].text_end
-    {
+    // Line by line from the top, stopping at the closing line: never the whole note.
+    let mut starts = text[offset..]
+        .split_inclusive('\n')
+        .scan(offset, |at, line| {
+            let start = *at;
+            *at += line.len();
+            let body = line.trim_end_matches('\n').trim_end_matches('\r');
+            Some((start, body, line.ends_with('\n')))
+        });
+    let (first, opening, ended) = starts.next()?;
+    if opening != "---" || !ended {
         return None;
     }
-    for line in &all[first + 1..] {
-        if &text[line.start..line.text_end] == "---" {
+    let yaml_start = first + text[first..].find('\n')? + 1;
+    for (start, body, _) in starts {
+        if body == "---" {
+            let end = text[start..]
+                .find('\n')
+                .map_or(text.len(), |i| start + i + 1);
             return Some(FrontmatterBlock {
-                start: all[first].start,
-                yaml_start: all[first].end,
-                yaml_end: line.start,
-                end: line.end,
+                start: first,
+                yaml_start,
+                yaml_end: start,
+                end,
             });
         }
     }
@@ -216,6 +226,9 @@ pub fn outline(text: &str) -> Outline {
     let crlf =
         all.iter().filter(|l| l.end - l.text_end == 2).count() * 2 > all.len() && !all.is_empty();
     let mut headings: Vec<Heading> = Vec::new();
+    // Indices of the headings whose sections are still open (each runs to the next heading
+    // of the same or a higher level, or the note's end).
+    let mut open: Vec<usize> = Vec::new();
     let mut blocks = Vec::new();
     let mut fence: Option<(u8, usize)> = None;
     // The start of the paragraph the current line belongs to.
@@ -244,20 +257,18 @@ pub fn outline(text: &str) -> Outline {
         }
         if let Some((level, heading)) = atx_heading(body) {
             paragraph = None;
-            let parents = headings
-                .iter()
-                .rev()
-                .fold(Vec::<&Heading>::new(), |mut chain, h| {
-                    let below = chain.last().map_or(level, |c| c.level);
-                    if h.level < below {
-                        chain.push(h);
-                    }
-                    chain
-                })
-                .into_iter()
-                .rev()
-                .map(|h| h.text.clone())
-                .collect();
+            // The open sections, outermost first, each of a lower level than the next: a
+            // heading closes those of its level or deeper, and sits under the rest. One
+            // pass, so a note of thousands of headings is outlined in linear time.
+            while let Some(&top) = open.last() {
+                if headings[top].level < level {
+                    break;
+                }
+                headings[top].section_end = line.start;
+                open.pop();
+            }
+            let parents = open.iter().map(|&i| headings[i].text.clone()).collect();
+            open.push(headings.len());
             headings.push(Heading {
                 level,
                 text: heading,
@@ -282,13 +293,6 @@ pub fn outline(text: &str) -> Outline {
                 start,
                 end: line.end,
             });
-        }
-    }
-    // Each section runs to the next heading of the same or a higher level.
-    for i in 0..headings.len() {
-        let level = headings[i].level;
-        if let Some(next) = headings[i + 1..].iter().find(|h| h.level <= level) {
-            headings[i].section_end = next.start;
         }
     }
     Outline {
