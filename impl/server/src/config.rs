@@ -132,12 +132,27 @@ pub struct GovernorConfig {
     /// `maxResponseBytes`: no single tool response may exceed this many bytes.
     #[serde(default = "default_max_response_bytes")]
     pub max_response_bytes: u64,
+    /// `pageBytes`: the budget of one page of a paged tool as sent, at most
+    /// `maxResponseBytes` (spec `config.governor.page-bytes`).
+    #[serde(default = "default_page_bytes")]
+    pub page_bytes: u64,
+}
+
+/// The default budget of one page: what Claude Code shows inline (50,000 characters) and
+/// within its default 25,000-token cap on a result, with room to spare.
+pub const DEFAULT_PAGE_BYTES: u64 = 40_000;
+/// The smallest `governor.pageBytes` accepted.
+pub const MIN_PAGE_BYTES: u64 = 4_096;
+
+fn default_page_bytes() -> u64 {
+    DEFAULT_PAGE_BYTES
 }
 
 impl Default for GovernorConfig {
     fn default() -> Self {
         GovernorConfig {
             max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
+            page_bytes: DEFAULT_PAGE_BYTES,
         }
     }
 }

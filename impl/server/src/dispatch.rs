@@ -301,7 +301,10 @@ impl ServerCore {
             .map_err(|_| BuildError::Cap(config.governor.max_response_bytes))?;
         let paging = PagingSetup {
             codec: CursorCodec::new(parts.secret),
-            limits: PageLimits::new(cap),
+            limits: PageLimits::with_page_bytes(
+                cap,
+                usize::try_from(config.governor.page_bytes).unwrap_or(cap),
+            ),
         };
         let facade = Facade::new(config.tool_facade.mode, &registry);
         let fingerprints = tc_gate::FingerprintKey::new(parts.secret);

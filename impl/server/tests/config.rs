@@ -610,3 +610,23 @@ fn tools_families_is_a_list_of_names_and_its_table_names_an_unknown_key() {
     let error = parse_in(dir.path(), "[tools]\nfamily = [\"notes\"]\n").unwrap_err();
     assert_eq!(error.key(), Some("tools.family"), "{error}");
 }
+
+// r[verify config.governor.page-bytes]
+#[test]
+fn page_bytes_defaults_to_forty_thousand_and_stays_under_the_cap() {
+    let dir = workspace();
+    assert_eq!(
+        parse_in(dir.path(), "").unwrap().governor.page_bytes,
+        40_000
+    );
+    let over = parse_in(
+        dir.path(),
+        "[governor]\nmaxResponseBytes = 200000\npageBytes = 300000\n",
+    )
+    .unwrap_err();
+    assert_eq!(over.key(), Some("governor.pageBytes"), "{over}");
+    let under = parse_in(dir.path(), "[governor]\npageBytes = 100\n").unwrap_err();
+    assert_eq!(under.key(), Some("governor.pageBytes"), "{under}");
+    let set = parse_in(dir.path(), "[governor]\npageBytes = 20000\n").unwrap();
+    assert_eq!(set.governor.page_bytes, 20_000);
+}

@@ -14,16 +14,34 @@ pub use tc_gate::governor::{RESPONSE_FRAME_BYTES, wire_cost};
 pub struct PageLimits {
     /// `governor.maxResponseBytes`.
     pub max_response_bytes: usize,
+    /// `governor.pageBytes`: what one page may take as sent, at most the cap.
+    pub page_bytes: usize,
 }
 
 impl PageLimits {
+    /// Pages as large as the cap allows.
     pub fn new(max_response_bytes: usize) -> Self {
-        PageLimits { max_response_bytes }
+        PageLimits {
+            max_response_bytes,
+            page_bytes: max_response_bytes,
+        }
     }
 
-    /// The most wire cost ([`wire_cost`]) a page's JSON may have: the cap less the frame.
+    // r[impl config.governor.page-bytes]
+    /// Pages of at most `page_bytes` as sent, under the cap `max_response_bytes`.
+    pub fn with_page_bytes(max_response_bytes: usize, page_bytes: usize) -> Self {
+        PageLimits {
+            max_response_bytes,
+            page_bytes: page_bytes.min(max_response_bytes),
+        }
+    }
+
+    /// The most wire cost ([`wire_cost`]) a page's JSON may have: the page budget less the
+    /// frame.
     pub fn page_budget(&self) -> usize {
-        self.max_response_bytes.saturating_sub(RESPONSE_FRAME_BYTES)
+        self.page_bytes
+            .min(self.max_response_bytes)
+            .saturating_sub(RESPONSE_FRAME_BYTES)
     }
 }
 

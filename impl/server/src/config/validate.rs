@@ -41,6 +41,17 @@ impl Config {
                 ),
             ));
         }
+        // r[impl config.governor.page-bytes]
+        let page = self.governor.page_bytes;
+        if page < MIN_PAGE_BYTES || page > self.governor.max_response_bytes {
+            return Err(ConfigError::invalid(
+                "governor.pageBytes",
+                format!(
+                    "must be from {MIN_PAGE_BYTES} to governor.maxResponseBytes ({}) bytes, not {page}",
+                    self.governor.max_response_bytes
+                ),
+            ));
+        }
         self.validate_auth()?;
         self.validate_http()?;
         self.validate_vaults()?;
