@@ -139,7 +139,8 @@ const GOLDEN: &[(&str, &str, &str)] = &[
         "commit_wiki_page",
         r##"{"content":"# P\n","path":"wiki/p.md"}"##,
         "c0e5c60c9479ab4e497de5e5ae363c3d",
-    ),    (
+    ),
+    (
         "patch_note",
         r#"{"anchor":{"heading":"Log","type":"heading"},"content":"x","operation":"append","path":"n.md"}"#,
         "7e50599bdc17a4243ee5d8c885671a6e",
@@ -154,8 +155,16 @@ const GOLDEN: &[(&str, &str, &str)] = &[
         r#"{"dry_run":false,"find":"a","max_replacements":2,"path":"n.md","regex":false,"replace":"b"}"#,
         "698c6a084420fd2a637b47957efb5ef5",
     ),
-    ("get_note_outline", r#"{"path":"n.md"}"#, "0448ecca6de721f3c69281b6946ecc26"),
-    ("note_exists", r#"{"path":"n.md"}"#, "42ed13276d8b913bde5883abb98613ab"),
+    (
+        "get_note_outline",
+        r#"{"path":"n.md"}"#,
+        "0448ecca6de721f3c69281b6946ecc26",
+    ),
+    (
+        "note_exists",
+        r#"{"path":"n.md"}"#,
+        "42ed13276d8b913bde5883abb98613ab",
+    ),
 ];
 
 fn registry() -> Registry {

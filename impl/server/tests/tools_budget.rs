@@ -162,7 +162,8 @@ const TASKS: &[(&str, &str)] = &[
     (
         "is obsidian running and the plugin connected",
         "bridge_status",
-    ),    ("replace the text under a heading", "patch_note"),
+    ),
+    ("replace the text under a heading", "patch_note"),
     ("add a line to a section of a note", "patch_note"),
     ("find and replace a word in a note", "replace_in_note"),
     ("show the headings of a note", "get_note_outline"),
