@@ -91,3 +91,72 @@ async fn every_page_of_a_walk_fits_a_clients_inline_limit_by_default() {
     .await;
     assert_eq!(found.len(), 300);
 }
+
+// r[verify paging.alone-under-cap]
+// r[verify paging.too-large.compared]
+/// A note bigger than a page but within the response cap is served on a page of its own, by
+/// a folder walk and by its path alike; one over the cap is too_large by both, with the
+/// sizes that were compared.
+#[tokio::test]
+async fn a_note_over_a_page_but_under_the_cap_is_served_alone_by_every_route() {
+    let h = Harness::new();
+    let big = "A long line of a long note about okapis and their habits.\n".repeat(600);
+    h.write("big/a.md", "small before\n");
+    h.write("big/b.md", &big);
+    h.write("big/c.md", "small after\n");
+    h.write("big/huge.md", &"y".repeat(600_000));
+    let client = connect(h.core.clone(), modern(Reply::Approve)).await;
+    let mut pages = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let mut args = json!({"folder": "big"});
+        if let Some(cursor) = &cursor {
+            args["cursor"] = json!(cursor);
+        }
+        let result = call(&client, "read_notes", args).await;
+        let sent = serde_json::to_string(&result).unwrap().len();
+        let page = success(&result);
+        let paths: Vec<String> = page["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n["path"].as_str().unwrap().to_owned())
+            .collect();
+        pages.push((paths, page["errors"].clone(), sent));
+        match page["next_cursor"].as_str() {
+            Some(next) => cursor = Some(next.to_owned()),
+            None => break,
+        }
+    }
+    let served: Vec<&String> = pages.iter().flat_map(|(p, _, _)| p).collect();
+    assert_eq!(served, ["big/a.md", "big/b.md", "big/c.md"], "{pages:?}");
+    let alone = pages
+        .iter()
+        .find(|(p, _, _)| p.contains(&"big/b.md".to_owned()))
+        .unwrap();
+    assert_eq!(alone.0.len(), 1, "the big note is alone on its page");
+    assert!(alone.2 > 40_000 && alone.2 <= 1_000_000);
+    let huge_error = pages
+        .iter()
+        .flat_map(|(_, e, _)| e.as_array().unwrap().clone())
+        .find(|e| e["path"] == "big/huge.md")
+        .expect("too_large for the note over the cap");
+    assert_eq!(huge_error["code"], "too_large");
+    // By its path: the same verdicts.
+    let by_path = success(
+        &call(
+            &client,
+            "read_notes",
+            json!({"paths": ["big/b.md", "big/huge.md"]}),
+        )
+        .await,
+    );
+    assert_eq!(by_path["notes"][0]["path"], "big/b.md");
+    let refused = success(&call(&client, "read_notes", json!({"paths": ["big/huge.md"]})).await);
+    let error = &refused["errors"][0];
+    assert_eq!(error["code"], "too_large");
+    assert!(
+        error["details"]["size"].as_u64().unwrap() > error["details"]["budget"].as_u64().unwrap(),
+        "{error}"
+    );
+}

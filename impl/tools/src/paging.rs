@@ -36,6 +36,12 @@ impl PageLimits {
         }
     }
 
+    /// The most wire cost a response's JSON may have: the cap less the frame. A page holding
+    /// one entry that is over [`PageLimits::page_budget`] may use this much.
+    pub fn ceiling_budget(&self) -> usize {
+        self.max_response_bytes.saturating_sub(RESPONSE_FRAME_BYTES)
+    }
+
     /// The most wire cost ([`wire_cost`]) a page's JSON may have: the page budget less the
     /// frame.
     pub fn page_budget(&self) -> usize {

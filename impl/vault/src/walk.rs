@@ -328,11 +328,14 @@ impl EntryEncoder for NoteEntryEncoder {
         };
         let encoded = serde_json::to_vec(&entry)
             .map_err(|e| VaultError::io(path.as_str(), "encode", io::Error::other(e)))?;
-        if wire_cost(&encoded) > budget {
+        // r[impl paging.too-large.compared]
+        // The sizes compared are the ones reported: the entry as sent against the budget.
+        let cost = wire_cost(&encoded);
+        if cost > budget {
             return Err(VaultError::TooLarge {
                 path: path.as_str().to_owned(),
-                size: note.bytes.len() as u64,
-                limit: budget_u64,
+                size: cost as u64,
+                limit: budget as u64,
             });
         }
         Ok(encoded)
@@ -369,6 +372,10 @@ pub struct PageRequest<'a> {
     /// The [`wire_cost`] available for the entries of both arrays, commas included: the
     /// page budget minus [`envelope_overhead`].
     pub budget: usize,
+    /// The most a page holding one note alone may use (the response cap's room, at least
+    /// `budget`): a note larger than a page but within the cap is served on a page of its
+    /// own, so that a note fits by every route or by none (spec `paging.alone-under-cap`).
+    pub ceiling: usize,
     pub denied: DeniedPolicy,
 }
 
@@ -495,7 +502,11 @@ where
                             Outcome::Error(error_entry(path.as_str(), &VaultError::from(denied)))
                         }
                     },
-                    Ok(()) => match encoder.encode(request.vault, path, request.budget) {
+                    Ok(()) => match encoder.encode(
+                        request.vault,
+                        path,
+                        request.ceiling.max(request.budget),
+                    ) {
                         Ok(bytes) => match String::from_utf8(bytes) {
                             Ok(text) => Outcome::Note(text.into_boxed_str()),
                             Err(e) => Outcome::Error(error_entry(
@@ -509,12 +520,19 @@ where
             }
         };
         let page_empty = page.notes.is_empty() && page.errors.is_empty();
+        // A note over the page budget but within the ceiling goes alone on its page.
+        let mut alone = false;
         match outcome {
             Outcome::Omit => {}
             Outcome::Note(entry) => {
                 let cost = cost_of(&page.notes, &entry);
                 if page.used + cost > request.budget {
-                    if page_empty {
+                    // r[impl paging.alone-under-cap]
+                    if page_empty && cost <= request.ceiling.max(request.budget) {
+                        page.used += cost;
+                        page.notes.push(entry);
+                        alone = true;
+                    } else if page_empty {
                         // Unreachable in practice (the encoder refuses what cannot fit),
                         // but an encoder that overshoots must not stall the walk.
                         let error = VaultError::TooLarge {
@@ -545,6 +563,9 @@ where
         page.last_path = Some(candidate.path_text().to_owned());
         page.consumed += 1;
         candidates.next();
+        if alone {
+            break;
+        }
     }
     page.exhausted = candidates.peek().is_none();
     page
@@ -736,6 +757,7 @@ mod tests {
             acl,
             scopes,
             budget,
+            ceiling: 0,
             denied,
         }
     }
@@ -907,6 +929,7 @@ mod tests {
         let first = fill_page(
             &PageRequest {
                 budget: 300,
+                ceiling: 0,
                 ..request
             },
             walk_candidates(walk),

@@ -253,6 +253,7 @@ fn walk_page(f: &Fixture, folder: &str, contents: bool) -> (Vec<String>, Vec<Str
         acl: &f.acl,
         scopes: &scopes,
         budget: 1 << 20,
+        ceiling: 0,
         denied: DeniedPolicy::Omit,
     };
     let page = if contents {
@@ -317,6 +318,7 @@ fn explicit_paths_through_links_are_reported_as_denied() {
         acl: &f.acl,
         scopes: &scopes,
         budget: 1 << 20,
+        ceiling: 0,
         denied: DeniedPolicy::Report,
     };
     let page = fill_page(&request, path_candidates(&paths, 0), &mut NoteEntryEncoder);

@@ -429,11 +429,17 @@ fn page<E: EntryEncoder>(
             .page_budget()
             .saturating_sub(envelope_overhead(vault_id, cursor_len)))
     };
-    let request = |budget| PageRequest {
+    // What the cap allows beyond a page, for a note that goes alone on its page.
+    let beyond_page = ctx
+        .limits
+        .ceiling_budget()
+        .saturating_sub(ctx.limits.page_budget());
+    let request = |budget: usize| PageRequest {
         vault: ctx.vault,
         acl: ctx.acl,
         scopes,
         budget,
+        ceiling: budget.saturating_add(beyond_page),
         denied: match source {
             Source::Paths(_) => DeniedPolicy::Report,
             Source::Folder { .. } => DeniedPolicy::Omit,
