@@ -358,28 +358,8 @@ pub fn resolve(text: &str, anchor: Anchor<'_>) -> Result<(Outline, Resolved), An
         Anchor::Frontmatter => Resolved::Frontmatter(outline.frontmatter),
         Anchor::Heading(path) => {
             let found = matching_headings(&outline, path.trim().trim_start_matches('#').trim());
-            match found.as_slice() {
-                [one] => Resolved::Heading((*one).clone()),
-                [] => {
-                    return Err(AnchorError::NotFound {
-                        candidates: outline
-                            .headings
-                            .iter()
-                            .take(MAX_CANDIDATES)
-                            .map(heading_candidate)
-                            .collect(),
-                    });
-                }
-                many => {
-                    return Err(AnchorError::Ambiguous {
-                        candidates: many
-                            .iter()
-                            .take(MAX_CANDIDATES)
-                            .map(|h| heading_candidate(h))
-                            .collect(),
-                    });
-                }
-            }
+            let one = the_one(&found, &outline.headings, heading_candidate)?;
+            Resolved::Heading(one.clone())
         }
         Anchor::Block(id) => {
             let id = id.trim().trim_start_matches('^');
@@ -389,31 +369,33 @@ pub fn resolve(text: &str, anchor: Anchor<'_>) -> Result<(Outline, Resolved), An
                 line: b.line,
                 parent_path: parent_path_at(&outline, b.start),
             };
-            match found.as_slice() {
-                [one] => Resolved::Block((*one).clone()),
-                [] => {
-                    return Err(AnchorError::NotFound {
-                        candidates: outline
-                            .blocks
-                            .iter()
-                            .take(MAX_CANDIDATES)
-                            .map(candidate)
-                            .collect(),
-                    });
-                }
-                many => {
-                    return Err(AnchorError::Ambiguous {
-                        candidates: many
-                            .iter()
-                            .take(MAX_CANDIDATES)
-                            .map(|b| candidate(b))
-                            .collect(),
-                    });
-                }
-            }
+            let one = the_one(&found, &outline.blocks, candidate)?;
+            Resolved::Block(one.clone())
         }
     };
     Ok((outline, resolved))
+}
+
+/// The one part `found` holds; none is `NotFound` listing every part of the kind, several
+/// `Ambiguous` listing them (at most [`MAX_CANDIDATES`] either way).
+fn the_one<'a, T>(
+    found: &[&'a T],
+    all: &[T],
+    candidate: impl Fn(&T) -> Candidate,
+) -> Result<&'a T, AnchorError> {
+    match found {
+        [one] => Ok(one),
+        [] => Err(AnchorError::NotFound {
+            candidates: all.iter().take(MAX_CANDIDATES).map(&candidate).collect(),
+        }),
+        many => Err(AnchorError::Ambiguous {
+            candidates: many
+                .iter()
+                .take(MAX_CANDIDATES)
+                .map(|part| candidate(part))
+                .collect(),
+        }),
+    }
 }
 
 /// The heading path a byte offset sits under.
