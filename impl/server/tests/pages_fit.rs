@@ -160,3 +160,89 @@ async fn a_note_over_a_page_but_under_the_cap_is_served_alone_by_every_route() {
         "{error}"
     );
 }
+
+/// Every page of a walk of `tool` over `notes/`, each call's `max_bytes` from `budget(page
+/// number)`; the pages as sent and the paths seen.
+async fn walk_with(
+    client: &Client,
+    tool: &str,
+    budget: impl Fn(usize) -> u64,
+) -> (Vec<(usize, usize, u64)>, Vec<String>) {
+    let mut pages = Vec::new();
+    let mut seen = Vec::new();
+    let mut cursor: Option<String> = None;
+    for n in 0..2_000 {
+        let max = budget(n);
+        let mut args = json!({"folder": "notes", "max_bytes": max});
+        if let Some(cursor) = &cursor {
+            args["cursor"] = json!(cursor);
+        }
+        let result = call(client, tool, args).await;
+        let sent = serde_json::to_string(&result).unwrap().len();
+        let page = success(&result);
+        let items = page["notes"].as_array().unwrap();
+        pages.push((sent, items.len(), max));
+        seen.extend(items.iter().map(|i| i["path"].as_str().unwrap().to_owned()));
+        match page["next_cursor"].as_str() {
+            Some(next) => cursor = Some(next.to_owned()),
+            None => return (pages, seen),
+        }
+    }
+    panic!("{tool}: the walk with max_bytes did not end");
+}
+
+// r[verify paging.max-bytes]
+/// `max_bytes` lowers one call's page budget, may change between pages of a walk, is held
+/// to `governor.pageBytes` above it, and below 1,024 is refused; a budget smaller than one
+/// note still makes progress (the note alone on its page).
+#[tokio::test]
+async fn max_bytes_lowers_a_page_and_a_walk_still_sees_every_note_once() {
+    let h = Harness::new();
+    for n in 0..60 {
+        h.write(&format!("notes/{n:03}.md"), &note_text(n));
+    }
+    let client = connect(h.core.clone(), modern(Reply::Approve)).await;
+    for (tool, even, odd) in [("read_notes", 8_000, 12_000), ("list_notes", 1_500, 2_500)] {
+        // Alternating budgets within one walk: allowed, not request_mismatch.
+        let (pages, seen) = walk_with(&client, tool, |n| if n % 2 == 0 { even } else { odd }).await;
+        let unique: BTreeSet<&String> = seen.iter().collect();
+        assert_eq!(
+            (seen.len(), unique.len()),
+            (60, 60),
+            "{tool}: every note once"
+        );
+        for (sent, _, max) in &pages {
+            assert!(
+                *sent as u64 <= *max,
+                "{tool}: a page of {sent} bytes over {max}"
+            );
+        }
+        assert!(pages.len() > 3, "{tool}: the budget is honoured: {pages:?}");
+        // A budget under one note: one note a page, still every note.
+        let (tiny, seen) = walk_with(&client, tool, |_| 1_024).await;
+        assert_eq!(seen.len(), 60, "{tool}: a tiny budget still progresses");
+        assert!(
+            tiny.iter().all(|(_, items, _)| *items >= 1),
+            "{tool}: {tiny:?}"
+        );
+        // Above pageBytes: held to it.
+        let (big, seen) = walk_with(&client, tool, |_| 900_000).await;
+        assert_eq!(seen.len(), 60);
+        assert!(
+            big.iter().all(|(sent, _, _)| *sent <= 40_000),
+            "{tool}: {big:?}"
+        );
+        let refused = failure(
+            &call(
+                &client,
+                tool,
+                json!({"folder": "notes", "max_bytes": 1_000}),
+            )
+            .await,
+        );
+        assert!(
+            ["validation_error", "invalid_input"].contains(&refused["code"].as_str().unwrap()),
+            "{refused}"
+        );
+    }
+}

@@ -36,6 +36,25 @@ impl PageLimits {
         }
     }
 
+    /// The smallest `max_bytes` a paged tool accepts.
+    pub const MIN_MAX_BYTES: u64 = 1_024;
+
+    // r[impl paging.max-bytes]
+    /// These limits for one call whose `max_bytes` argument lowers the page budget: held to
+    /// `page_bytes` above it; the cap is unchanged, so a lone entry over a small page is still
+    /// served (`paging.alone-under-cap`).
+    pub fn lowered_to(self, max_bytes: Option<u64>) -> Self {
+        match max_bytes {
+            Some(max) => PageLimits {
+                max_response_bytes: self.max_response_bytes,
+                page_bytes: self
+                    .page_bytes
+                    .min(usize::try_from(max).unwrap_or(usize::MAX)),
+            },
+            None => self,
+        }
+    }
+
     /// The most wire cost a response's JSON may have: the cap less the frame. A page holding
     /// one entry that is over [`PageLimits::page_budget`] may use this much.
     pub fn ceiling_budget(&self) -> usize {

@@ -128,6 +128,10 @@ pub struct ReadNotesArgs {
     /// Only this heading's section (text or path A::B); with one paths entry.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub section: Option<String>,
+    /// Lower this call's page budget to this many bytes as sent (from 1024; held to governor.pageBytes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1024))]
+    pub max_bytes: Option<u64>,
 }
 
 impl Default for ReadNotesArgs {
@@ -138,6 +142,7 @@ impl Default for ReadNotesArgs {
             recursive: true,
             cursor: None,
             section: None,
+            max_bytes: None,
         }
     }
 }
@@ -182,6 +187,10 @@ pub struct ListNotesArgs {
     /// next_cursor is null.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cursor: Option<String>,
+    /// Lower this call's page budget to this many bytes as sent (from 1024; held to governor.pageBytes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1024))]
+    pub max_bytes: Option<u64>,
 }
 
 impl Default for ListNotesArgs {
@@ -190,8 +199,30 @@ impl Default for ListNotesArgs {
             folder: String::new(),
             recursive: true,
             cursor: None,
+            max_bytes: None,
         }
     }
+}
+
+/// `max_bytes` (spec `paging.max-bytes`): at least [`PageLimits::MIN_MAX_BYTES`]; the
+/// context with the page budget it lowers.
+fn lowered<'a>(
+    ctx: &PagingContext<'a>,
+    max_bytes: Option<u64>,
+) -> Result<PagingContext<'a>, PagingError> {
+    if max_bytes.is_some_and(|m| m < PageLimits::MIN_MAX_BYTES) {
+        return Err(PagingError::validation(
+            "/max_bytes",
+            format!("max_bytes must be at least {}", PageLimits::MIN_MAX_BYTES),
+        ));
+    }
+    Ok(PagingContext {
+        vault: ctx.vault,
+        acl: ctx.acl,
+        codec: ctx.codec,
+        clock: ctx.clock,
+        limits: ctx.limits.lowered_to(max_bytes),
+    })
 }
 
 /// One page, ready to send.
@@ -283,6 +314,7 @@ pub fn read_notes(
     args: &ReadNotesArgs,
 ) -> Result<PageOutput, PagingError> {
     args.check()?;
+    let ctx = &lowered(ctx, args.max_bytes)?;
     let source = match (&args.paths, &args.folder) {
         (Some(paths), _) => {
             if paths.is_empty() {
@@ -355,6 +387,7 @@ pub fn list_notes(
     scopes: &Scopes,
     args: &ListNotesArgs,
 ) -> Result<PageOutput, PagingError> {
+    let ctx = &lowered(ctx, args.max_bytes)?;
     let source = Source::Folder {
         folder: parse_folder(&args.folder)?,
         recursive: args.recursive,
