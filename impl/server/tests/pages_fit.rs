@@ -246,3 +246,122 @@ async fn max_bytes_lowers_a_page_and_a_walk_still_sees_every_note_once() {
         );
     }
 }
+
+/// A walk of `tool` with `arguments`, `max_bytes` alternating between `low` and `high`:
+/// every page within its budget unless it holds one item, the items of `field` by `key`.
+async fn walk_lowered(
+    client: &Client,
+    tool: &str,
+    arguments: Value,
+    (field, key): (&str, &str),
+    (low, high): (u64, u64),
+) -> (usize, Vec<String>) {
+    let mut seen = Vec::new();
+    let mut cursor: Option<String> = None;
+    for n in 0..2_000 {
+        let max = if n % 2 == 0 { low } else { high };
+        let mut args = arguments.clone();
+        args["max_bytes"] = json!(max);
+        if let Some(cursor) = &cursor {
+            args["cursor"] = json!(cursor);
+        }
+        let result = call(client, tool, args).await;
+        let sent = serde_json::to_string(&result).unwrap().len();
+        let page = success(&result);
+        let items = page[field].as_array().unwrap();
+        assert!(
+            !items.is_empty() || page["next_cursor"].is_null(),
+            "{tool}: no progress"
+        );
+        assert!(
+            sent as u64 <= max || items.len() == 1,
+            "{tool}: a page of {sent} bytes over max_bytes {max}"
+        );
+        seen.extend(items.iter().map(|i| i[key].to_string()));
+        match page["next_cursor"].as_str() {
+            Some(next) => cursor = Some(next.to_owned()),
+            None => return (n + 1, seen),
+        }
+    }
+    panic!("{tool}: the walk with max_bytes did not end");
+}
+
+// r[verify paging.max-bytes]
+/// search_notes, list_captures, search_entities and list_sessions honour `max_bytes` too,
+/// changed between pages of one walk, and see every item once.
+#[tokio::test]
+async fn every_paged_tool_honours_max_bytes() {
+    let h = Harness::new();
+    for n in 0..40 {
+        h.write(&format!("notes/{n:03}.md"), &note_text(n));
+    }
+    let client = connect(h.core.clone(), modern(Reply::Approve)).await;
+    let long = "an observation long enough to weigh on a page ".repeat(8);
+    for n in 0..40 {
+        success(
+            &call(
+                &client,
+                "capture_note",
+                json!({"content": format!("capture {n}: {long}")}),
+            )
+            .await,
+        );
+        success(
+            &call(
+                &client,
+                "upsert_entity",
+                json!({"type": "okapi", "name": format!("Okapi {n}"), "observations": [long]}),
+            )
+            .await,
+        );
+        let started = success(
+            &call(
+                &client,
+                "start_session",
+                json!({"label": format!("session {n} {}", &long[..100])}),
+            )
+            .await,
+        );
+        let id = started["session"]["session_id"].clone();
+        success(&call(&client, "end_session", json!({"session_id": id})).await);
+    }
+    for (tool, args, item, bounds) in [
+        (
+            "search_notes",
+            json!({"query": "okapi", "folder": "notes", "limit": 100}),
+            ("results", "path"),
+            (3_000, 5_000),
+        ),
+        (
+            "list_captures",
+            json!({}),
+            ("captures", "capture_id"),
+            (2_000, 3_000),
+        ),
+        (
+            "search_entities",
+            json!({"query": "okapi", "limit": 100}),
+            ("entities", "id"),
+            (2_000, 3_000),
+        ),
+        (
+            "list_sessions",
+            json!({}),
+            ("sessions", "session_id"),
+            (2_000, 3_000),
+        ),
+    ] {
+        let (pages, seen) = walk_lowered(&client, tool, args.clone(), item, bounds).await;
+        let unique: BTreeSet<&String> = seen.iter().collect();
+        assert_eq!(unique.len(), seen.len(), "{tool}: every item once");
+        assert_eq!(seen.len(), 40, "{tool}: every item");
+        assert!(pages > 3, "{tool}: max_bytes is honoured ({pages} pages)");
+        // The smallest budget still progresses.
+        let (_, tiny) = walk_lowered(&client, tool, args, item, (1_024, 1_024)).await;
+        assert_eq!(
+            tiny.len(),
+            40,
+            "{tool}: a 1,024-byte budget still sees every item"
+        );
+    }
+}

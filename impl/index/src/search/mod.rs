@@ -85,6 +85,10 @@ pub struct SearchNotesArgs {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 8192))]
     pub cursor: Option<String>,
+    /// Lower this call's page budget to this many bytes as sent (from 1024; held to governor.pageBytes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1024))]
+    pub max_bytes: Option<u64>,
 }
 
 /// One note found.
@@ -205,8 +209,13 @@ impl Tool for SearchNotes {
             .refresh()
             .map_err(|e| e.to_tool_error("reconciling the vault index"))?;
 
-        let canonical =
+        let mut canonical =
             serde_json::to_value(args).map_err(|_| ToolError::internal("encoding the request"))?;
+        // r[impl paging.max-bytes]
+        // max_bytes is not part of the request a cursor is bound to: a walk may change it.
+        if let Some(request) = canonical.as_object_mut() {
+            request.remove("max_bytes");
+        }
         let digest = request_digest(&canonical);
         let now = cx.clock.now_ms();
         let (skip, page) = match &args.cursor {
@@ -276,6 +285,7 @@ impl Tool for SearchNotes {
         let budget = cx
             .paging
             .limits
+            .lowered_to(args.max_bytes)
             .page_budget()
             .saturating_sub(ENVELOPE_BYTES + 2 * wire_cost(args.query.as_bytes()));
         let mut results = Vec::with_capacity(limit);

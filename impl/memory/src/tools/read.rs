@@ -141,6 +141,10 @@ pub struct SearchEntitiesArgs {
     /// next_cursor is null.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cursor: Option<String>,
+    /// Lower this call's page budget to this many bytes as sent (from 1024; held to governor.pageBytes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1024))]
+    pub max_bytes: Option<u64>,
 }
 
 fn default_limit() -> u32 {
@@ -220,6 +224,11 @@ impl Tool for SearchEntities {
         let mut request =
             serde_json::to_value(args).map_err(|_| ToolError::internal("encoding the request"))?;
         request["vault"] = json!(vault);
+        // r[impl paging.max-bytes]
+        // max_bytes is not part of the request a cursor is bound to: a walk may change it.
+        if let Some(request) = request.as_object_mut() {
+            request.remove("max_bytes");
+        }
         let digest = request_digest(&request);
         let start: u64 = match &args.cursor {
             Some(token) => cx
@@ -245,7 +254,12 @@ impl Tool for SearchEntities {
             )
             .map_err(db_error)?
         };
-        let budget = cx.paging.limits.page_budget().saturating_sub(PAGE_RESERVE);
+        let budget = cx
+            .paging
+            .limits
+            .lowered_to(args.max_bytes)
+            .page_budget()
+            .saturating_sub(PAGE_RESERVE);
         let mut used = 0usize;
         let mut entities = Vec::new();
         let mut walked = 0u64;

@@ -211,6 +211,10 @@ pub struct ListSessionsArgs {
     /// next_cursor is null.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cursor: Option<String>,
+    /// Lower this call's page budget to this many bytes as sent (from 1024; held to governor.pageBytes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1024))]
+    pub max_bytes: Option<u64>,
 }
 
 /// A `list_sessions` page.
@@ -293,7 +297,13 @@ impl Tool for ListSessions {
             PAGE_ROWS + 1,
         )
         .map_err(db_error)?;
-        let budget = cx.paging.limits.page_budget().saturating_sub(PAGE_RESERVE);
+        // r[impl paging.max-bytes]
+        let budget = cx
+            .paging
+            .limits
+            .lowered_to(args.max_bytes)
+            .page_budget()
+            .saturating_sub(PAGE_RESERVE);
         let mut used = 0usize;
         let mut sessions = Vec::new();
         let mut last: Option<&SessionRow> = None;
