@@ -40,9 +40,10 @@ use tc_notes::paging_tools::{PagingContext, ReadNotesArgs, read_notes};
 use tc_tools::PageLimits;
 use tc_vault::{Acl, Scopes, Vault};
 
-/// The default `governor.maxResponseBytes`.
+/// The default `governor.maxResponseBytes`. The walks set `governor.pageBytes` to the cap
+/// ([`PageLimits::new`]): pages as large as the cap allows, the size the walk is compared at.
 const WALK_CAP: usize = 1_000_000;
-/// The cap of the one-page group.
+/// The cap of the one-page group (`governor.pageBytes` set to it as well).
 const PAGE_CAP: usize = 64 * 1024;
 const NOW_MS: i64 = 1_800_000_000_000;
 

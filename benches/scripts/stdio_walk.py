@@ -9,7 +9,9 @@ target/tc-bench-vaults/. Per run it spawns `obsidian-tc serve VAULT_DIR` with a 
 directory, times the first tools/list answer after spawn, then walks `read_notes` over the
 whole vault following next_cursor, and reports the wall time of the walk, the pages, the
 largest response line as sent against governor.maxResponseBytes, and the server's peak
-resident memory (VmHWM) at the end. A raw client keeps the client's own cost out of the
+resident memory (VmHWM) at the end. The server runs with governor.pageBytes set to the cap
+(1,000,000, a config file written next to the cache), so a page is as large as the cap allows
+and the walk compares with a server whose pages fill its response cap. A raw client keeps the client's own cost out of the
 figure: it reads each line and looks only at the cursor.
 """
 
@@ -36,10 +38,21 @@ def default_vault(root):
     return hits[0] if hits else None
 
 
+def write_config(vault, cache):
+    """A config serving `vault` with pages as large as the cap (governor.pageBytes = cap)."""
+    path = os.path.join(cache, "bench.toml")
+    with open(path, "w") as out:
+        out.write(
+            f"cacheDir = {json.dumps(cache)}\n\n[governor]\nmaxResponseBytes = 1000000\n"
+            f"pageBytes = 1000000\n\n[[vaults]]\nid = \"bench\"\nroot = {json.dumps(os.path.abspath(vault))}\n"
+        )
+    return path
+
+
 class Server:
     def __init__(self, binary, vault, cache):
         self.proc = subprocess.Popen(
-            [binary, "serve", vault, "--cache-dir", cache],
+            [binary, "serve", "--config", write_config(vault, cache)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
