@@ -365,3 +365,30 @@ async fn every_paged_tool_honours_max_bytes() {
         );
     }
 }
+
+// r[verify config.governor.page-bytes]
+/// Long paths (three segments of 200 bytes, quotes included) with default settings: every
+/// page of read_notes and list_notes under 40,000 bytes as sent, every note once.
+#[tokio::test]
+async fn long_paths_walk_in_pages_that_fit_by_default() {
+    let h = Harness::new();
+    let segment = |n: usize, c: char| format!("{n:03}{}", c.to_string().repeat(197));
+    let mut written = BTreeSet::new();
+    for n in 0..150 {
+        let path = format!(
+            "notes/{}/{}/{}.md",
+            segment(n, 'a'),
+            segment(n, '"'),
+            segment(n, 'é').chars().take(120).collect::<String>()
+        );
+        h.write(&path, &note_text(n));
+        written.insert(path);
+    }
+    let client = connect(h.core.clone(), modern(Reply::Approve)).await;
+    for tool in ["read_notes", "list_notes"] {
+        let seen = walk(&client, tool, json!({"folder": "notes"}), "notes", "path").await;
+        let unique: BTreeSet<String> = seen.iter().cloned().collect();
+        assert_eq!(seen.len(), 150, "{tool}: every note once");
+        assert_eq!(unique, written, "{tool}");
+    }
+}
