@@ -160,7 +160,7 @@ pub struct ListCapturesArgs {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 8192))]
     pub cursor: Option<String>,
-    /// Lower this call's page budget to this many bytes as sent (from 1024; held to governor.pageBytes).
+    /// Page size cap.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1024))]
     pub max_bytes: Option<u64>,
@@ -171,7 +171,7 @@ pub struct ListCapturesArgs {
 pub struct ListCapturesOutput {
     pub vault: String,
     pub captures: Vec<CaptureEntry>,
-    /// Repeat the same request with cursor set to this for more; null when there is none.
+    /// Cursor for the next page; null at the end.
     pub next_cursor: Option<String>,
 }
 
@@ -215,7 +215,7 @@ impl Tool for ListCaptures {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: LIST_CAPTURES,
-            description: "List the vault's staged captures (status pending by default, committed, or all), oldest first, in pages; repeat with cursor = next_cursor until it is null.",
+            description: "List the vault's staged captures (status pending by default, committed, or all), oldest first; pages via cursor = next_cursor.",
             annotations: Annotations::READS,
             scopes: &["read:capture"],
             changes_notes: false,

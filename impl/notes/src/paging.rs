@@ -108,7 +108,7 @@ pub struct ReadNotesPage {
     pub vault: String,
     pub notes: Vec<NoteEntry>,
     pub errors: Vec<PageErrorEntry>,
-    /// Repeat the same request with cursor set to this until it is null.
+    /// Cursor for the next page; null at the end.
     pub next_cursor: Option<String>,
 }
 
@@ -125,7 +125,7 @@ pub struct ListNotesPage {
     pub vault: String,
     pub notes: Vec<ListEntry>,
     pub errors: Vec<PageErrorEntry>,
-    /// Repeat the same request with cursor set to this until it is null.
+    /// Cursor for the next page; null at the end.
     pub next_cursor: Option<String>,
 }
 
@@ -207,7 +207,7 @@ const fn paging_spec(name: &'static str, description: &'static str) -> ToolSpec 
 pub const ReadNotes: PagingTool<ReadNotesArgs, ReadNotesPage> = PagingTool {
     spec: paging_spec(
         READ_NOTES,
-        "Read notes with their frontmatter and content_hash: give paths (in that order) or a folder (recursive by default), exactly one of the two. Results come in pages under the response cap; repeat the same request with cursor = next_cursor until next_cursor is null.",
+        "Read notes with their frontmatter and content_hash: give paths (in that order) or a folder (recursive by default), exactly one of the two. Pages via cursor = next_cursor.",
     ),
     check: ReadNotesArgs::check,
     page: read_notes,
@@ -219,7 +219,7 @@ pub const ReadNotes: PagingTool<ReadNotesArgs, ReadNotesPage> = PagingTool {
 pub const ListNotes: PagingTool<ListNotesArgs, ListNotesPage> = PagingTool {
     spec: paging_spec(
         LIST_NOTES,
-        "List the note paths (with sizes) under a folder, the vault root by default, in pages; repeat with cursor = next_cursor until it is null.",
+        "List the note paths (with sizes) under a folder, the vault root by default; pages via cursor = next_cursor.",
     ),
     check: |_| Ok(()),
     page: list_notes,

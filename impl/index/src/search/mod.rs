@@ -63,15 +63,14 @@ impl SearchMode {
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SearchNotesArgs {
-    /// The words to find (all of them; a word ending in * matches as a prefix).
+    /// Words to find, all required (a trailing * matches a prefix).
     #[schemars(length(min = 1, max = 1000))]
     pub query: String,
     /// Only notes under this folder.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 4096))]
     pub folder: Option<String>,
-    /// Only notes carrying every one of these tags (frontmatter or inline; `area` also
-    /// matches `area/work`).
+    /// Only notes with all these tags (frontmatter or inline; `area` matches `area/work`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 20))]
     pub tags: Vec<String>,
@@ -81,11 +80,11 @@ pub struct SearchNotesArgs {
     pub limit: u32,
     #[serde(default)]
     pub mode: SearchMode,
-    /// The next_cursor of the previous page of the same request.
+    /// The previous page's next_cursor (same request otherwise).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 8192))]
     pub cursor: Option<String>,
-    /// Lower this call's page budget to this many bytes as sent (from 1024; held to governor.pageBytes).
+    /// Page size cap.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1024))]
     pub max_bytes: Option<u64>,
@@ -97,11 +96,9 @@ pub struct SearchHit {
     pub path: String,
     /// The headings the best chunk sits under (` > `-joined; empty before the first).
     pub heading: String,
-    /// The best chunk's matching passage, matches between `**` (a chunk found by its
-    /// embedding alone shows its opening words).
+    /// The best chunk's passage, matches between `**` (by embedding alone: its start).
     pub snippet: String,
-    /// text: BM25 (lower is better, as SQLite's FTS5 reports it); semantic: the cosine
-    /// similarity; hybrid: the reciprocal-rank-fusion score (both higher is better).
+    /// text: FTS5 BM25 (lower is better); semantic: cosine; hybrid: RRF (higher is better).
     pub score: f64,
     pub tags: Vec<String>,
 }
@@ -112,7 +109,7 @@ pub struct SearchNotesOutput {
     pub vault: String,
     pub mode: String,
     pub results: Vec<SearchHit>,
-    /// Repeat the same request with cursor set to this for more; null when there is none.
+    /// Cursor for the next page; null at the end.
     pub next_cursor: Option<String>,
 }
 
@@ -173,7 +170,7 @@ impl Tool for SearchNotes {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: SEARCH_NOTES,
-            description: "Search the vault's notes for words (BM25 over heading-aware chunks), optionally under a folder and with tags; one hit per note with a highlighted snippet. mode semantic or hybrid needs an embeddings endpoint. Repeat the same request with cursor = next_cursor for more hits.",
+            description: "Search notes for words (BM25 over heading-aware chunks), optionally by folder and tags; one hit per note, snippet highlighted. Modes semantic and hybrid need [search.embeddings]. Pages via cursor = next_cursor.",
             annotations: Annotations::READS,
             scopes: &["read:notes"],
             changes_notes: false,

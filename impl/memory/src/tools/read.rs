@@ -137,11 +137,10 @@ pub struct SearchEntitiesArgs {
     #[serde(default = "default_limit")]
     #[schemars(range(min = 1, max = 100))]
     pub limit: u32,
-    /// The next_cursor of the previous page; repeat the same request with it until
-    /// next_cursor is null.
+    /// The previous page's next_cursor (same request otherwise).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cursor: Option<String>,
-    /// Lower this call's page budget to this many bytes as sent (from 1024; held to governor.pageBytes).
+    /// Page size cap.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1024))]
     pub max_bytes: Option<u64>,
@@ -170,7 +169,7 @@ pub struct SearchHit {
 pub struct SearchEntitiesOutput {
     pub vault: String,
     pub entities: Vec<SearchHit>,
-    /// Repeat the same request with cursor set to this until it is null.
+    /// Cursor for the next page; null at the end.
     pub next_cursor: Option<String>,
 }
 
@@ -193,7 +192,7 @@ impl Tool for SearchEntities {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: SEARCH_ENTITIES,
-            description: "Search the agent's memory by entity name, type and observation text, best match first, in pages under the response cap; repeat the same request with cursor = next_cursor until it is null.",
+            description: "Search the agent's memory by entity name, type and observation text, best match first; pages via cursor = next_cursor.",
             annotations: Annotations::READS,
             scopes: &["read:memory"],
             changes_notes: false,

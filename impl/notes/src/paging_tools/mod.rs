@@ -121,14 +121,13 @@ pub struct ReadNotesArgs {
     /// With folder: include subfolders.
     #[serde(default = "yes")]
     pub recursive: bool,
-    /// The next_cursor of the previous page; repeat the same request with it until
-    /// next_cursor is null.
+    /// The previous page's next_cursor (same request otherwise).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cursor: Option<String>,
     /// Only this heading's section (text or path A::B); with one paths entry.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub section: Option<String>,
-    /// Lower this call's page budget to this many bytes as sent (from 1024; held to governor.pageBytes).
+    /// Page size cap.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1024))]
     pub max_bytes: Option<u64>,
@@ -183,11 +182,10 @@ pub struct ListNotesArgs {
     /// Include subfolders.
     #[serde(default = "yes")]
     pub recursive: bool,
-    /// The next_cursor of the previous page; repeat the same request with it until
-    /// next_cursor is null.
+    /// The previous page's next_cursor (same request otherwise).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cursor: Option<String>,
-    /// Lower this call's page budget to this many bytes as sent (from 1024; held to governor.pageBytes).
+    /// Page size cap.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1024))]
     pub max_bytes: Option<u64>,

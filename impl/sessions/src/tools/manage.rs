@@ -207,11 +207,10 @@ const PAGE_RESERVE: usize = 1024;
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ListSessionsArgs {
-    /// The next_cursor of the previous page; repeat the same request with it until
-    /// next_cursor is null.
+    /// The previous page's next_cursor (same request otherwise).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cursor: Option<String>,
-    /// Lower this call's page budget to this many bytes as sent (from 1024; held to governor.pageBytes).
+    /// Page size cap.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1024))]
     pub max_bytes: Option<u64>,
@@ -252,7 +251,7 @@ impl Tool for ListSessions {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: LIST_SESSIONS,
-            description: "List this caller's sessions on this vault, newest first, in pages under the response cap; repeat the same request with cursor = next_cursor until it is null.",
+            description: "List this caller's sessions on this vault, newest first; pages via cursor = next_cursor.",
             annotations: Annotations::READS,
             scopes: &["read:workspace"],
             changes_notes: false,
