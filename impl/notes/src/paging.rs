@@ -207,7 +207,7 @@ const fn paging_spec(name: &'static str, description: &'static str) -> ToolSpec 
 pub const ReadNotes: PagingTool<ReadNotesArgs, ReadNotesPage> = PagingTool {
     spec: paging_spec(
         READ_NOTES,
-        "Read notes with their frontmatter and content_hash: give paths (in that order) or a folder (recursive by default), exactly one of the two. Pages via cursor = next_cursor.",
+        "Read notes with frontmatter and content_hash: paths (in order) or a folder (recursive by default), exactly one. Pages via cursor.",
     ),
     check: ReadNotesArgs::check,
     page: read_notes,
@@ -219,7 +219,7 @@ pub const ReadNotes: PagingTool<ReadNotesArgs, ReadNotesPage> = PagingTool {
 pub const ListNotes: PagingTool<ListNotesArgs, ListNotesPage> = PagingTool {
     spec: paging_spec(
         LIST_NOTES,
-        "List the note paths (with sizes) under a folder, the vault root by default; pages via cursor = next_cursor.",
+        "List note paths and sizes under a folder (default: the vault root). Pages via cursor.",
     ),
     check: |_| Ok(()),
     page: list_notes,

@@ -80,7 +80,7 @@ pub struct SearchNotesArgs {
     pub limit: u32,
     #[serde(default)]
     pub mode: SearchMode,
-    /// The previous page's next_cursor (same request otherwise).
+    /// The previous page's next_cursor.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 8192))]
     pub cursor: Option<String>,
@@ -170,7 +170,7 @@ impl Tool for SearchNotes {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: SEARCH_NOTES,
-            description: "Search notes for words (BM25 over heading-aware chunks), optionally by folder and tags; one hit per note, snippet highlighted. Modes semantic and hybrid need [search.embeddings]. Pages via cursor = next_cursor.",
+            description: "Search notes for words (BM25), optionally by folder and tags; one hit per note with a snippet. semantic and hybrid need [search.embeddings]. Pages via cursor.",
             annotations: Annotations::READS,
             scopes: &["read:notes"],
             changes_notes: false,

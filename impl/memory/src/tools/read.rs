@@ -137,7 +137,7 @@ pub struct SearchEntitiesArgs {
     #[serde(default = "default_limit")]
     #[schemars(range(min = 1, max = 100))]
     pub limit: u32,
-    /// The previous page's next_cursor (same request otherwise).
+    /// The previous page's next_cursor.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cursor: Option<String>,
     /// Page size cap.

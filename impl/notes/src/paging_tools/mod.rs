@@ -121,7 +121,7 @@ pub struct ReadNotesArgs {
     /// With folder: include subfolders.
     #[serde(default = "yes")]
     pub recursive: bool,
-    /// The previous page's next_cursor (same request otherwise).
+    /// The previous page's next_cursor.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cursor: Option<String>,
     /// Only this heading's section (text or path A::B); with one paths entry.
@@ -182,7 +182,7 @@ pub struct ListNotesArgs {
     /// Include subfolders.
     #[serde(default = "yes")]
     pub recursive: bool,
-    /// The previous page's next_cursor (same request otherwise).
+    /// The previous page's next_cursor.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cursor: Option<String>,
     /// Page size cap.

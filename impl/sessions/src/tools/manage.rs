@@ -207,7 +207,7 @@ const PAGE_RESERVE: usize = 1024;
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ListSessionsArgs {
-    /// The previous page's next_cursor (same request otherwise).
+    /// The previous page's next_cursor.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cursor: Option<String>,
     /// Page size cap.
