@@ -1,0 +1,28 @@
+//! The vault's metadata as tools, answered from its index: tags, properties, links and
+//! recent changes (spec/metadata.md).
+
+use tc_tools::{Registry, RegistryBuildError};
+
+/// Adds the family's tools to `registry`, in the order `tools/list` shows them.
+pub fn register(registry: &mut Registry) -> Result<(), RegistryBuildError> {
+    let _ = registry;
+    Ok(())
+}
+
+/// The family `metadata` (spec/tools.md `tools.families`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct MetadataFamily;
+
+impl tc_tools::Family for MetadataFamily {
+    fn name(&self) -> &'static str {
+        "metadata"
+    }
+
+    fn register(
+        &self,
+        registry: &mut Registry,
+        _setup: &tc_tools::SubsystemSetup<'_>,
+    ) -> Result<(), RegistryBuildError> {
+        register(registry)
+    }
+}
