@@ -16,6 +16,7 @@
 pub mod captures;
 pub mod embed;
 pub mod index;
+pub mod meta;
 pub mod parse;
 pub mod reset;
 pub mod schema;
