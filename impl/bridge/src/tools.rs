@@ -38,7 +38,7 @@ pub type Bridges = Arc<BTreeMap<String, VaultBridge>>;
 
 /// What the precheck hands the handler: the bridge and the key it checked.
 #[derive(Debug)]
-struct Checked {
+pub struct Checked {
     bridge: Arc<Bridge>,
     key: ApiKey,
 }
@@ -76,14 +76,6 @@ fn checked(bridges: &Bridges, cx: &ToolCx<'_>, tool: &str) -> Result<Checked, To
     Ok(Checked { bridge, key })
 }
 
-fn payload(precheck: &Precheck) -> Result<&Checked, ToolError> {
-    precheck
-        .payload
-        .as_ref()
-        .and_then(|p| p.downcast_ref::<Checked>())
-        .ok_or_else(|| ToolError::internal("reading the checked bridge"))
-}
-
 /// The state of a `"none"` tool: the empty fingerprint.
 fn no_state() -> TargetState {
     TargetState::default()
@@ -116,6 +108,8 @@ pub struct ExecuteCommand {
 impl Tool for ExecuteCommand {
     type Args = ExecuteCommandArgs;
     type Output = ExecuteCommandOutput;
+    type Plan = Checked;
+    type Seen = ();
 
     fn spec(&self) -> ToolSpec {
         ToolSpec {
@@ -133,7 +127,11 @@ impl Tool for ExecuteCommand {
 
     // r[impl bridge.command.disabled]
     // r[impl bridge.command.allowlist]
-    fn precheck(&self, cx: &ToolCx<'_>, args: &ExecuteCommandArgs) -> Result<Precheck, ToolError> {
+    fn precheck(
+        &self,
+        cx: &ToolCx<'_>,
+        args: &ExecuteCommandArgs,
+    ) -> Result<Precheck<Self::Plan>, ToolError> {
         let vault = cx.vault().id();
         let commands = settings(&self.bridges, cx)
             .map(|s| s.commands.clone())
@@ -170,7 +168,7 @@ impl Tool for ExecuteCommand {
         Ok(Precheck {
             needs_confirmation: true,
             acl: Vec::new(),
-            payload: Some(Arc::new(checked)),
+            plan: Arc::new(checked),
         })
     }
 
@@ -179,7 +177,7 @@ impl Tool for ExecuteCommand {
         &self,
         _: &ToolCx<'_>,
         _: &ExecuteCommandArgs,
-        _: &Precheck,
+        _: &Precheck<Self::Plan>,
     ) -> Result<TargetState, ToolError> {
         Ok(no_state())
     }
@@ -189,12 +187,10 @@ impl Tool for ExecuteCommand {
         &self,
         cx: &ToolCx<'_>,
         args: &ExecuteCommandArgs,
-        precheck: &Precheck,
+        precheck: &Precheck<Self::Plan>,
         _: &TargetState,
     ) -> Summary {
-        let url = payload(precheck)
-            .map(|c| c.bridge.url())
-            .unwrap_or_default();
+        let url = precheck.plan.bridge.url();
         Summary::new(format!(
             "run the Obsidian command {} in vault {}",
             args.command_id,
@@ -209,10 +205,10 @@ impl Tool for ExecuteCommand {
         &self,
         cx: &ToolCx<'_>,
         args: &ExecuteCommandArgs,
-        precheck: &Precheck,
+        precheck: &Precheck<Self::Plan>,
         _: &TargetState,
     ) -> Result<ExecuteCommandOutput, HandlerFailure> {
-        let checked = payload(precheck)?;
+        let checked = &precheck.plan;
         checked
             .bridge
             .execute_command(&checked.key, &args.command_id)?;
@@ -255,6 +251,8 @@ pub struct TriggerQuickadd {
 impl Tool for TriggerQuickadd {
     type Args = TriggerQuickaddArgs;
     type Output = TriggerQuickaddOutput;
+    type Plan = Checked;
+    type Seen = ();
 
     fn spec(&self) -> ToolSpec {
         ToolSpec {
@@ -280,12 +278,16 @@ impl Tool for TriggerQuickadd {
         Ok(())
     }
 
-    fn precheck(&self, cx: &ToolCx<'_>, _: &TriggerQuickaddArgs) -> Result<Precheck, ToolError> {
+    fn precheck(
+        &self,
+        cx: &ToolCx<'_>,
+        _: &TriggerQuickaddArgs,
+    ) -> Result<Precheck<Self::Plan>, ToolError> {
         let checked = checked(&self.bridges, cx, "trigger_quickadd")?;
         Ok(Precheck {
             needs_confirmation: true,
             acl: Vec::new(),
-            payload: Some(Arc::new(checked)),
+            plan: Arc::new(checked),
         })
     }
 
@@ -293,7 +295,7 @@ impl Tool for TriggerQuickadd {
         &self,
         _: &ToolCx<'_>,
         _: &TriggerQuickaddArgs,
-        _: &Precheck,
+        _: &Precheck<Self::Plan>,
     ) -> Result<TargetState, ToolError> {
         Ok(no_state())
     }
@@ -302,12 +304,10 @@ impl Tool for TriggerQuickadd {
         &self,
         cx: &ToolCx<'_>,
         args: &TriggerQuickaddArgs,
-        precheck: &Precheck,
+        precheck: &Precheck<Self::Plan>,
         _: &TargetState,
     ) -> Summary {
-        let url = payload(precheck)
-            .map(|c| c.bridge.url())
-            .unwrap_or_default();
+        let url = precheck.plan.bridge.url();
         let variables: Vec<String> = args
             .args
             .iter()
@@ -334,10 +334,10 @@ impl Tool for TriggerQuickadd {
         &self,
         cx: &ToolCx<'_>,
         args: &TriggerQuickaddArgs,
-        precheck: &Precheck,
+        precheck: &Precheck<Self::Plan>,
         _: &TargetState,
     ) -> Result<TriggerQuickaddOutput, HandlerFailure> {
-        let checked = payload(precheck)?;
+        let checked = &precheck.plan;
         let result =
             checked
                 .bridge
@@ -365,6 +365,8 @@ pub struct BridgeStatus {
 impl Tool for BridgeStatus {
     type Args = BridgeStatusArgs;
     type Output = ProbeReport;
+    type Plan = ();
+    type Seen = ();
 
     fn spec(&self) -> ToolSpec {
         ToolSpec {

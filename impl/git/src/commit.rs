@@ -219,6 +219,8 @@ fn plan(
 impl Tool for GitCommit {
     type Args = GitCommitArgs;
     type Output = GitCommitOutput;
+    type Plan = ();
+    type Seen = Option<Plan>;
 
     fn spec(&self) -> ToolSpec {
         ToolSpec {
@@ -274,7 +276,7 @@ impl Tool for GitCommit {
         Ok(Precheck {
             needs_confirmation: true,
             acl,
-            payload: None,
+            plan: Default::default(),
         })
     }
 
@@ -284,14 +286,14 @@ impl Tool for GitCommit {
         cx: &ToolCx<'_>,
         _args: &GitCommitArgs,
         _precheck: &Precheck,
-    ) -> Result<TargetState, ToolError> {
+    ) -> Result<TargetState<Self::Seen>, ToolError> {
         let repo = match repo::open(cx.vault().root().path(), &self.options) {
             Ok(repo) => repo,
             Err(error) if error.code == ErrorCode::GitNoRepo => {
                 return Ok(TargetState {
                     fp: binding::no_repository(),
                     observed: Vec::new(),
-                    payload: None,
+                    seen: Default::default(),
                 });
             }
             Err(error) => return Err(error),
@@ -300,7 +302,7 @@ impl Tool for GitCommit {
         Ok(TargetState {
             fp: binding::fingerprint(&head, &index),
             observed: Vec::new(),
-            payload: Some(Arc::new(Plan { head, changes })),
+            seen: Arc::new(Some(Plan { head, changes })),
         })
     }
 
@@ -310,13 +312,9 @@ impl Tool for GitCommit {
         cx: &ToolCx<'_>,
         args: &GitCommitArgs,
         _precheck: &Precheck,
-        state: &TargetState,
+        state: &TargetState<Self::Seen>,
     ) -> Summary {
-        let Some(plan) = state
-            .payload
-            .as_ref()
-            .and_then(|p| p.downcast_ref::<Plan>())
-        else {
+        let Some(plan) = (*state.seen).as_ref() else {
             return Summary::new(format!("commit in vault {}", cx.vault().id()));
         };
         let mut summary = Summary::new(format!(
@@ -346,13 +344,11 @@ impl Tool for GitCommit {
         cx: &ToolCx<'_>,
         args: &GitCommitArgs,
         _precheck: &Precheck,
-        state: &TargetState,
+        state: &TargetState<Self::Seen>,
     ) -> Result<GitCommitOutput, HandlerFailure> {
         let repo = repo::open(cx.vault().root().path(), &self.options)?;
-        let plan = state
-            .payload
+        let plan = (*state.seen)
             .as_ref()
-            .and_then(|p| p.downcast_ref::<Plan>())
             .ok_or_else(|| ToolError::internal("reading the approved commit plan"))?;
         let (commit, tree) = commit_approved(&repo, &state.fp, plan, &args.message)?;
         Ok(GitCommitOutput {

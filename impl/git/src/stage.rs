@@ -286,6 +286,8 @@ fn index_locked() -> ToolError {
 impl Tool for GitStage {
     type Args = GitStageArgs;
     type Output = GitStageOutput;
+    type Plan = ();
+    type Seen = ();
 
     fn spec(&self) -> ToolSpec {
         ToolSpec {
@@ -311,7 +313,7 @@ impl Tool for GitStage {
         Ok(Precheck {
             needs_confirmation: false,
             acl,
-            payload: None,
+            plan: Default::default(),
         })
     }
 

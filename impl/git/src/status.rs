@@ -236,6 +236,8 @@ impl GitStatus {
 impl Tool for GitStatus {
     type Args = GitStatusArgs;
     type Output = GitStatusOutput;
+    type Plan = ();
+    type Seen = ();
 
     fn spec(&self) -> ToolSpec {
         ToolSpec {

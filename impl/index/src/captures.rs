@@ -85,6 +85,8 @@ fn db_error(_: rusqlite::Error) -> ToolError {
 impl Tool for CaptureNote {
     type Args = CaptureNoteArgs;
     type Output = CaptureNoteOutput;
+    type Plan = ();
+    type Seen = ();
 
     fn spec(&self) -> ToolSpec {
         ToolSpec {
@@ -211,6 +213,8 @@ pub struct ListCaptures;
 impl Tool for ListCaptures {
     type Args = ListCapturesArgs;
     type Output = ListCapturesOutput;
+    type Plan = ();
+    type Seen = ();
 
     fn spec(&self) -> ToolSpec {
         ToolSpec {
@@ -403,25 +407,16 @@ fn as_write(cx: &ToolCx<'_>, args: &CommitCaptureArgs) -> Result<WriteNoteArgs, 
     })
 }
 
-fn write_args(payload: &tc_tools::Payload) -> Option<&WriteNoteArgs> {
-    payload
-        .as_ref()
-        .and_then(|p| p.downcast_ref::<(WriteNoteArgs, Precheck)>())
-        .map(|(args, _)| args)
-}
-
-fn inner_precheck(precheck: &Precheck) -> Option<&Precheck> {
-    precheck
-        .payload
-        .as_ref()
-        .and_then(|p| p.downcast_ref::<(WriteNoteArgs, Precheck)>())
-        .map(|(_, inner)| inner)
-}
+/// What commit_capture's precheck hands on: the write it is, and write_note's own precheck
+/// of it.
+type CaptureWrite = (WriteNoteArgs, Precheck<<WriteNote as Tool>::Plan>);
 
 // r[impl captures.commit]
 impl Tool for CommitCapture {
     type Args = CommitCaptureArgs;
     type Output = CommitCaptureOutput;
+    type Plan = CaptureWrite;
+    type Seen = ();
 
     fn spec(&self) -> ToolSpec {
         let write = WriteNote.spec();
@@ -435,63 +430,52 @@ impl Tool for CommitCapture {
         }
     }
 
-    fn precheck(&self, cx: &ToolCx<'_>, args: &CommitCaptureArgs) -> Result<Precheck, ToolError> {
+    fn precheck(
+        &self,
+        cx: &ToolCx<'_>,
+        args: &CommitCaptureArgs,
+    ) -> Result<Precheck<CaptureWrite>, ToolError> {
         let write = as_write(cx, args)?;
         let inner = WriteNote.precheck(cx, &write)?;
         Ok(Precheck {
             needs_confirmation: inner.needs_confirmation,
             acl: inner.acl.clone(),
-            payload: Some(Arc::new((write, inner))),
+            plan: Arc::new((write, inner)),
         })
     }
 
     fn state(
         &self,
         cx: &ToolCx<'_>,
-        args: &CommitCaptureArgs,
-        precheck: &Precheck,
+        _args: &CommitCaptureArgs,
+        precheck: &Precheck<CaptureWrite>,
     ) -> Result<TargetState, ToolError> {
-        match (write_args(&precheck.payload), inner_precheck(precheck)) {
-            (Some(write), Some(inner)) => WriteNote.state(cx, write, inner),
-            _ => {
-                let write = as_write(cx, args)?;
-                let inner = WriteNote.precheck(cx, &write)?;
-                WriteNote.state(cx, &write, &inner)
-            }
-        }
+        let (write, inner) = &*precheck.plan;
+        WriteNote.state(cx, write, inner)
     }
 
     fn summary(
         &self,
         cx: &ToolCx<'_>,
         args: &CommitCaptureArgs,
-        precheck: &Precheck,
+        precheck: &Precheck<CaptureWrite>,
         state: &TargetState,
     ) -> Summary {
-        match (write_args(&precheck.payload), inner_precheck(precheck)) {
-            (Some(write), Some(inner)) => WriteNote
-                .summary(cx, write, inner, state)
-                .detail(format!("from capture {}", args.capture_id)),
-            _ => Summary::targets_only("commit_capture", precheck),
-        }
+        let (write, inner) = &*precheck.plan;
+        WriteNote
+            .summary(cx, write, inner, state)
+            .detail(format!("from capture {}", args.capture_id))
     }
 
     fn run(
         &self,
         cx: &ToolCx<'_>,
         args: &CommitCaptureArgs,
-        precheck: &Precheck,
+        precheck: &Precheck<CaptureWrite>,
         state: &TargetState,
     ) -> Result<CommitCaptureOutput, HandlerFailure> {
-        let (write, inner) = match (write_args(&precheck.payload), inner_precheck(precheck)) {
-            (Some(write), Some(inner)) => (write.clone(), inner.clone()),
-            _ => {
-                let write = as_write(cx, args)?;
-                let inner = WriteNote.precheck(cx, &write)?;
-                (write, inner)
-            }
-        };
-        let note = WriteNote.run(cx, &write, &inner, state)?;
+        let (write, inner) = &*precheck.plan;
+        let note = WriteNote.run(cx, write, inner, state)?;
         let index = index_of(cx)?;
         let marked = index
             .conn()

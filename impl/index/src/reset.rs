@@ -127,17 +127,15 @@ fn counts_of<'a>(cx: &ToolCx<'a>) -> Result<(&'a VaultIndex, CacheCounts), ToolE
     Ok((index, counts))
 }
 
-fn counts_payload(state: &TargetState) -> Option<CacheCounts> {
-    state
-        .payload
-        .as_ref()
-        .and_then(|p| p.downcast_ref::<CacheCounts>())
-        .copied()
+fn counts_payload(state: &TargetState<Option<CacheCounts>>) -> Option<CacheCounts> {
+    *state.seen
 }
 
 impl Tool for ResetVaultCache {
     type Args = ResetVaultCacheArgs;
     type Output = ResetVaultCacheOutput;
+    type Plan = ();
+    type Seen = Option<CacheCounts>;
 
     fn spec(&self) -> ToolSpec {
         ToolSpec {
@@ -159,7 +157,7 @@ impl Tool for ResetVaultCache {
         Ok(Precheck {
             needs_confirmation: true,
             acl: Vec::new(),
-            payload: None,
+            plan: Default::default(),
         })
     }
 
@@ -169,7 +167,7 @@ impl Tool for ResetVaultCache {
         cx: &ToolCx<'_>,
         _args: &ResetVaultCacheArgs,
         _precheck: &Precheck,
-    ) -> Result<TargetState, ToolError> {
+    ) -> Result<TargetState<Self::Seen>, ToolError> {
         let (_, counts) = counts_of(cx)?;
         // r[impl drift.residual.reset-cache-log]
         // Only what the tool clears is bound: the gate's own rows (events, raised requests,
@@ -184,7 +182,7 @@ impl Tool for ResetVaultCache {
         Ok(TargetState {
             fp: tc_gate::fingerprint_custom(&refs),
             observed: Vec::new(),
-            payload: Some(std::sync::Arc::new(counts)),
+            seen: std::sync::Arc::new(Some(counts)),
         })
     }
 
@@ -193,7 +191,7 @@ impl Tool for ResetVaultCache {
         _cx: &ToolCx<'_>,
         args: &ResetVaultCacheArgs,
         _precheck: &Precheck,
-        state: &TargetState,
+        state: &TargetState<Self::Seen>,
     ) -> Summary {
         let mut summary = Summary::new("clear the vault's cache (the notes are not touched)");
         if let Some(counts) = counts_payload(state) {
@@ -225,7 +223,7 @@ impl Tool for ResetVaultCache {
         cx: &ToolCx<'_>,
         args: &ResetVaultCacheArgs,
         _precheck: &Precheck,
-        state: &TargetState,
+        state: &TargetState<Self::Seen>,
     ) -> Result<ResetVaultCacheOutput, HandlerFailure> {
         let index = index_of(cx)?;
         let vault = index.vault_id().to_owned();

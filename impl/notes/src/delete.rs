@@ -50,6 +50,8 @@ pub struct DeleteNote;
 impl Tool for DeleteNote {
     type Args = DeleteNoteArgs;
     type Output = DeleteNoteOutput;
+    type Plan = ();
+    type Seen = ();
 
     fn spec(&self) -> ToolSpec {
         ToolSpec {
@@ -70,7 +72,7 @@ impl Tool for DeleteNote {
         Ok(Precheck {
             needs_confirmation: true,
             acl: vec![(AclOp::Delete, path)],
-            payload: None,
+            plan: Default::default(),
         })
     }
 
@@ -165,6 +167,8 @@ pub struct RestoreNote;
 impl Tool for RestoreNote {
     type Args = RestoreNoteArgs;
     type Output = RestoreNoteOutput;
+    type Plan = usize;
+    type Seen = Option<String>;
 
     fn spec(&self) -> ToolSpec {
         ToolSpec {
@@ -177,7 +181,11 @@ impl Tool for RestoreNote {
         }
     }
 
-    fn precheck(&self, cx: &ToolCx<'_>, args: &RestoreNoteArgs) -> Result<Precheck, ToolError> {
+    fn precheck(
+        &self,
+        cx: &ToolCx<'_>,
+        args: &RestoreNoteArgs,
+    ) -> Result<Precheck<Self::Plan>, ToolError> {
         let path = note(&args.path)?;
         if cx.vault().exists(&path)? {
             return Err(exists_error(&path));
@@ -196,7 +204,7 @@ impl Tool for RestoreNote {
         Ok(Precheck {
             needs_confirmation: true,
             acl: vec![(AclOp::Write, path)],
-            payload: Some(Arc::new(content.len())),
+            plan: Arc::new(content.len()),
         })
     }
 
@@ -207,8 +215,8 @@ impl Tool for RestoreNote {
         &self,
         cx: &ToolCx<'_>,
         args: &RestoreNoteArgs,
-        precheck: &Precheck,
-    ) -> Result<TargetState, ToolError> {
+        precheck: &Precheck<Self::Plan>,
+    ) -> Result<TargetState<Self::Seen>, ToolError> {
         let path = note(&args.path)?;
         let mut state = path_state(cx.vault(), &precheck.declared_paths())?;
         let snapshot = match cx.vault().find_snapshot(&path, args.snapshot_id.as_deref()) {
@@ -227,27 +235,18 @@ impl Tool for RestoreNote {
             target.as_bytes(),
             snapshot.as_deref().unwrap_or("no snapshot").as_bytes(),
         ]);
-        state.payload = snapshot.map(|id| Arc::new(id) as _);
-        Ok(state)
+        Ok(state.with_seen(snapshot))
     }
 
     fn summary(
         &self,
         _cx: &ToolCx<'_>,
         args: &RestoreNoteArgs,
-        precheck: &Precheck,
-        state: &TargetState,
+        precheck: &Precheck<Self::Plan>,
+        state: &TargetState<Self::Seen>,
     ) -> Summary {
-        let snapshot = state
-            .payload
-            .as_ref()
-            .and_then(|p| p.downcast_ref::<String>())
-            .map_or("none", String::as_str);
-        let size = precheck
-            .payload
-            .as_ref()
-            .and_then(|p| p.downcast_ref::<usize>())
-            .map_or_else(String::new, |n| format!(" ({n} bytes)"));
+        let snapshot = (*state.seen).as_ref().map_or("none", String::as_str);
+        let size = format!(" ({} bytes)", precheck.plan);
         Summary::new(format!(
             "restore {} from snapshot {snapshot}{size}",
             args.path
@@ -259,19 +258,15 @@ impl Tool for RestoreNote {
         &self,
         cx: &ToolCx<'_>,
         args: &RestoreNoteArgs,
-        _precheck: &Precheck,
-        state: &TargetState,
+        _precheck: &Precheck<Self::Plan>,
+        state: &TargetState<Self::Seen>,
     ) -> Result<RestoreNoteOutput, HandlerFailure> {
         let path = note(&args.path)?;
         if read_as_observed(cx, state, &path)?.is_some() {
             return Err(exists_error(&path).into());
         }
         // Restore exactly the snapshot the approval covers, not whatever is latest now.
-        let id = state
-            .payload
-            .as_ref()
-            .and_then(|p| p.downcast_ref::<String>())
-            .ok_or_else(|| not_found(&path))?;
+        let id = (*state.seen).as_ref().ok_or_else(|| not_found(&path))?;
         let info = cx.vault().restore(&path, Some(id))?;
         // r[impl vault.acl.results-readable-only]
         let shown = cx.may_read(&path);

@@ -129,6 +129,8 @@ fn frontmatter_edit(
 impl Tool for UpdateFrontmatter {
     type Args = UpdateFrontmatterArgs;
     type Output = UpdateFrontmatterOutput;
+    type Plan = ();
+    type Seen = ();
 
     fn spec(&self) -> ToolSpec {
         ToolSpec {
@@ -168,7 +170,7 @@ impl Tool for UpdateFrontmatter {
         Ok(Precheck {
             needs_confirmation: args.operation == FrontmatterOperation::Replace,
             acl: vec![(AclOp::Read, path.clone()), (AclOp::Write, path)],
-            payload: None,
+            plan: Default::default(),
         })
     }
 
@@ -316,6 +318,8 @@ fn task_edit(
 impl Tool for UpdateTask {
     type Args = UpdateTaskArgs;
     type Output = UpdateTaskOutput;
+    type Plan = ();
+    type Seen = ();
 
     fn spec(&self) -> ToolSpec {
         ToolSpec {
@@ -348,7 +352,7 @@ impl Tool for UpdateTask {
         Ok(Precheck {
             needs_confirmation,
             acl: vec![(AclOp::Read, path.clone()), (AclOp::Write, path)],
-            payload: None,
+            plan: Default::default(),
         })
     }
 

@@ -15,8 +15,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tc_gate::{ConfirmationTargets, fingerprint_targets};
 use tc_tools::{
-    Annotations, Gating, HandlerFailure, Payload, Precheck, Summary, TargetState, Tool, ToolCx,
-    ToolError, ToolSpec, path_state,
+    Annotations, Gating, HandlerFailure, Precheck, Summary, TargetState, Tool, ToolCx, ToolError,
+    ToolSpec, path_state,
 };
 use tc_vault::acl::AclOp;
 use tc_vault::conventions::{ContentFacts, Prior, WriteIntent, WriteKind};
@@ -117,7 +117,7 @@ fn plan_for(cx: &ToolCx<'_>, args: &RewriteLinkArgs) -> Result<RewritePlan, Tool
 }
 
 // r[impl drift.bind.rewrite-link]
-fn plan_state(plan: RewritePlan) -> TargetState {
+fn plan_state(plan: RewritePlan) -> TargetState<Option<RewritePlan>> {
     let observed: Vec<(VaultPath, Option<String>)> = plan
         .state()
         .map(|(p, h)| (p.clone(), Some(h.to_owned())))
@@ -129,19 +129,15 @@ fn plan_state(plan: RewritePlan) -> TargetState {
     TargetState {
         fp: fingerprint_targets(&targets),
         observed,
-        payload: Some(Arc::new(plan)),
+        seen: Arc::new(Some(plan)),
     }
-}
-
-fn plan_of(payload: &Payload) -> Option<&RewritePlan> {
-    payload
-        .as_ref()
-        .and_then(|p| p.downcast_ref::<RewritePlan>())
 }
 
 impl Tool for RewriteLink {
     type Args = RewriteLinkArgs;
     type Output = RewriteLinkOutput;
+    type Plan = RewritePlan;
+    type Seen = Option<RewritePlan>;
 
     fn spec(&self) -> ToolSpec {
         ToolSpec {
@@ -154,7 +150,11 @@ impl Tool for RewriteLink {
         }
     }
 
-    fn precheck(&self, cx: &ToolCx<'_>, args: &RewriteLinkArgs) -> Result<Precheck, ToolError> {
+    fn precheck(
+        &self,
+        cx: &ToolCx<'_>,
+        args: &RewriteLinkArgs,
+    ) -> Result<Precheck<Self::Plan>, ToolError> {
         let plan = plan_for(cx, args)?;
         let op = if args.dry_run {
             AclOp::Read
@@ -165,7 +165,7 @@ impl Tool for RewriteLink {
         Ok(Precheck {
             needs_confirmation: !args.dry_run,
             acl,
-            payload: Some(Arc::new(plan)),
+            plan: Arc::new(plan),
         })
     }
 
@@ -173,8 +173,8 @@ impl Tool for RewriteLink {
         &self,
         cx: &ToolCx<'_>,
         args: &RewriteLinkArgs,
-        _precheck: &Precheck,
-    ) -> Result<TargetState, ToolError> {
+        _precheck: &Precheck<Self::Plan>,
+    ) -> Result<TargetState<Self::Seen>, ToolError> {
         Ok(plan_state(plan_for(cx, args)?))
     }
 
@@ -182,20 +182,18 @@ impl Tool for RewriteLink {
         &self,
         cx: &ToolCx<'_>,
         args: &RewriteLinkArgs,
-        precheck: &Precheck,
-    ) -> Result<TargetState, ToolError> {
-        match plan_of(&precheck.payload) {
-            Some(plan) => Ok(plan_state(plan.clone())),
-            None => self.state(cx, args, precheck),
-        }
+        precheck: &Precheck<Self::Plan>,
+    ) -> Result<TargetState<Self::Seen>, ToolError> {
+        let _ = (cx, args);
+        Ok(plan_state(RewritePlan::clone(&precheck.plan)))
     }
 
     fn summary(
         &self,
         _cx: &ToolCx<'_>,
         args: &RewriteLinkArgs,
-        _precheck: &Precheck,
-        state: &TargetState,
+        _precheck: &Precheck<Self::Plan>,
+        state: &TargetState<Self::Seen>,
     ) -> Summary {
         let mut summary = Summary::new(format!(
             "rewrite links to {} so they point at {}{}",
@@ -205,7 +203,7 @@ impl Tool for RewriteLink {
                 .as_deref()
                 .map_or_else(String::new, |f| format!(" in folder {f}"))
         ));
-        if let Some(plan) = plan_of(&state.payload) {
+        if let Some(plan) = (*state.seen).as_ref() {
             summary = summary.detail(format!(
                 "{} link(s) in {} note(s)",
                 plan.links(),
@@ -225,11 +223,12 @@ impl Tool for RewriteLink {
         &self,
         cx: &ToolCx<'_>,
         args: &RewriteLinkArgs,
-        _precheck: &Precheck,
-        state: &TargetState,
+        _precheck: &Precheck<Self::Plan>,
+        state: &TargetState<Self::Seen>,
     ) -> Result<RewriteLinkOutput, HandlerFailure> {
-        let plan =
-            plan_of(&state.payload).ok_or_else(|| ToolError::internal("planning the rewrite"))?;
+        let plan = (*state.seen)
+            .as_ref()
+            .ok_or_else(|| ToolError::internal("planning the rewrite"))?;
         let notes_count = plan.notes.len();
         let notes: Vec<TouchedLinks> = plan
             .notes
@@ -380,12 +379,8 @@ fn is_bare_marker(line: &str) -> bool {
 }
 
 /// The dead links a prune_hub_links precheck found.
-fn removed_of(precheck: &Precheck) -> &[String] {
-    precheck
-        .payload
-        .as_ref()
-        .and_then(|p| p.downcast_ref::<Vec<String>>())
-        .map_or(&[], Vec::as_slice)
+fn removed_of(precheck: &Precheck<Vec<String>>) -> &[String] {
+    &precheck.plan
 }
 
 fn hub_text(path: &VaultPath, content: &NoteContent) -> Result<String, ToolError> {
@@ -395,6 +390,8 @@ fn hub_text(path: &VaultPath, content: &NoteContent) -> Result<String, ToolError
 impl Tool for PruneHubLinks {
     type Args = PruneHubLinksArgs;
     type Output = PruneHubLinksOutput;
+    type Plan = Vec<String>;
+    type Seen = ();
 
     fn spec(&self) -> ToolSpec {
         ToolSpec {
@@ -407,7 +404,11 @@ impl Tool for PruneHubLinks {
         }
     }
 
-    fn precheck(&self, cx: &ToolCx<'_>, args: &PruneHubLinksArgs) -> Result<Precheck, ToolError> {
+    fn precheck(
+        &self,
+        cx: &ToolCx<'_>,
+        args: &PruneHubLinksArgs,
+    ) -> Result<Precheck<Self::Plan>, ToolError> {
         let path = note(&args.path)?;
         // r[impl vault.acl.declared.edits-read]
         cx.require_read(&path)?;
@@ -434,7 +435,7 @@ impl Tool for PruneHubLinks {
         Ok(Precheck {
             needs_confirmation: !args.dry_run && !removed.is_empty(),
             acl,
-            payload: Some(Arc::new(removed)),
+            plan: Arc::new(removed),
         })
     }
 
@@ -446,7 +447,7 @@ impl Tool for PruneHubLinks {
         &self,
         cx: &ToolCx<'_>,
         _args: &PruneHubLinksArgs,
-        precheck: &Precheck,
+        precheck: &Precheck<Self::Plan>,
     ) -> Result<TargetState, ToolError> {
         let hub = path_state(cx.vault(), &precheck.declared_paths())?;
         let mut targets: Vec<(String, Option<String>)> = hub
@@ -470,7 +471,7 @@ impl Tool for PruneHubLinks {
         &self,
         _cx: &ToolCx<'_>,
         args: &PruneHubLinksArgs,
-        precheck: &Precheck,
+        precheck: &Precheck<Self::Plan>,
         _state: &TargetState,
     ) -> Summary {
         let removed = removed_of(precheck).to_vec();
@@ -491,7 +492,7 @@ impl Tool for PruneHubLinks {
         &self,
         cx: &ToolCx<'_>,
         args: &PruneHubLinksArgs,
-        _precheck: &Precheck,
+        _precheck: &Precheck<Self::Plan>,
         state: &TargetState,
     ) -> Result<PruneHubLinksOutput, HandlerFailure> {
         let path = note(&args.path)?;

@@ -57,6 +57,8 @@ pub struct GetNoteOutline;
 impl Tool for GetNoteOutline {
     type Args = PathArgs;
     type Output = NoteOutline;
+    type Plan = ();
+    type Seen = ();
 
     fn spec(&self) -> ToolSpec {
         ToolSpec {
@@ -155,6 +157,8 @@ pub struct NoteExists;
 impl Tool for NoteExists {
     type Args = PathArgs;
     type Output = NoteExistsOutput;
+    type Plan = ();
+    type Seen = ();
 
     fn spec(&self) -> ToolSpec {
         ToolSpec {

@@ -157,6 +157,8 @@ where
 {
     type Args = Args;
     type Output = PageJson<Shape>;
+    type Plan = ();
+    type Seen = ();
 
     fn spec(&self) -> ToolSpec {
         self.spec.clone()

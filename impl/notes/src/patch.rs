@@ -157,7 +157,8 @@ pub(crate) fn loses_a_line(removed: &str, added: &str) -> bool {
 }
 
 /// The planned edit: the note after it, and whether it needs confirmation.
-pub(crate) struct PartPlan {
+#[derive(Debug)]
+pub struct PartPlan {
     pub old: String,
     pub patched: Patched,
     pub needs_confirmation: bool,
@@ -222,6 +223,8 @@ fn frontmatter_still_valid(
 impl Tool for PatchNote {
     type Args = PatchNoteArgs;
     type Output = PartEditOutput;
+    type Plan = PartPlan;
+    type Seen = ();
 
     fn spec(&self) -> ToolSpec {
         ToolSpec {
@@ -234,7 +237,11 @@ impl Tool for PatchNote {
         }
     }
 
-    fn precheck(&self, cx: &ToolCx<'_>, args: &PatchNoteArgs) -> Result<Precheck, ToolError> {
+    fn precheck(
+        &self,
+        cx: &ToolCx<'_>,
+        args: &PatchNoteArgs,
+    ) -> Result<Precheck<Self::Plan>, ToolError> {
         let path = note(&args.path)?;
         // The anchor's candidates and the result tell of the note's content.
         cx.require_read(&path)?;
@@ -257,7 +264,7 @@ impl Tool for PatchNote {
             needs_confirmation: plan.needs_confirmation,
             // r[impl drift.bind.part-tools]
             acl: vec![(AclOp::Read, path.clone()), (AclOp::Write, path)],
-            payload: Some(Arc::new(plan)),
+            plan: Arc::new(plan),
         })
     }
 
@@ -265,28 +272,21 @@ impl Tool for PatchNote {
         &self,
         _cx: &ToolCx<'_>,
         args: &PatchNoteArgs,
-        precheck: &Precheck,
+        precheck: &Precheck<Self::Plan>,
         _state: &TargetState,
     ) -> Summary {
-        match precheck
-            .payload
-            .as_ref()
-            .and_then(|p| p.downcast_ref::<PartPlan>())
-        {
-            Some(plan) => part_summary(
-                format!("replace {} of {}", describe(&args.anchor), args.path),
-                &args.path,
-                plan,
-            ),
-            None => Summary::targets_only("patch_note", precheck),
-        }
+        part_summary(
+            format!("replace {} of {}", describe(&args.anchor), args.path),
+            &args.path,
+            &precheck.plan,
+        )
     }
 
     fn run(
         &self,
         cx: &ToolCx<'_>,
         args: &PatchNoteArgs,
-        precheck: &Precheck,
+        precheck: &Precheck<Self::Plan>,
         state: &TargetState,
     ) -> Result<PartEditOutput, HandlerFailure> {
         let path = note(&args.path)?;
@@ -314,13 +314,13 @@ pub(crate) fn part_summary(headline: String, path: &str, plan: &PartPlan) -> Sum
 
 /// Writes a planned part edit under the note's lock; a free call whose edit would now lose
 /// a line (the note changed since the precheck) is refused, never written unconfirmed.
-pub(crate) fn write_part(
+pub(crate) fn write_part<P: ?Sized>(
     cx: &ToolCx<'_>,
     locked: &tc_vault::vault::LockedNote<'_>,
     path: &VaultPath,
     current: &NoteContent,
     plan: &PartPlan,
-    precheck: &Precheck,
+    precheck: &Precheck<P>,
 ) -> Result<PartEditOutput, HandlerFailure> {
     if plan.needs_confirmation && !precheck.needs_confirmation {
         return Err(VaultError::ConcurrentModification {

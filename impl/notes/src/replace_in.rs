@@ -85,7 +85,8 @@ pub struct ReplaceInNoteOutput {
 pub struct ReplaceInNote;
 
 /// The planned replacement.
-struct ReplacePlan {
+#[derive(Debug)]
+pub struct ReplacePlan {
     part: PartPlan,
     matches: Vec<MatchEntry>,
     count: usize,
@@ -197,6 +198,8 @@ fn plan(
 impl Tool for ReplaceInNote {
     type Args = ReplaceInNoteArgs;
     type Output = ReplaceInNoteOutput;
+    type Plan = ReplacePlan;
+    type Seen = ();
 
     fn spec(&self) -> ToolSpec {
         ToolSpec {
@@ -213,7 +216,11 @@ impl Tool for ReplaceInNote {
         compile(args).map(|_| ())
     }
 
-    fn precheck(&self, cx: &ToolCx<'_>, args: &ReplaceInNoteArgs) -> Result<Precheck, ToolError> {
+    fn precheck(
+        &self,
+        cx: &ToolCx<'_>,
+        args: &ReplaceInNoteArgs,
+    ) -> Result<Precheck<Self::Plan>, ToolError> {
         let path = note(&args.path)?;
         cx.require_read(&path)?;
         let current = cx
@@ -237,7 +244,7 @@ impl Tool for ReplaceInNote {
             needs_confirmation: plan.part.needs_confirmation,
             // r[impl drift.bind.part-tools]
             acl: vec![(AclOp::Read, path.clone()), (AclOp::Write, path)],
-            payload: Some(Arc::new(plan)),
+            plan: Arc::new(plan),
         })
     }
 
@@ -245,28 +252,22 @@ impl Tool for ReplaceInNote {
         &self,
         _cx: &ToolCx<'_>,
         args: &ReplaceInNoteArgs,
-        precheck: &Precheck,
+        precheck: &Precheck<Self::Plan>,
         _state: &TargetState,
     ) -> Summary {
-        match precheck
-            .payload
-            .as_ref()
-            .and_then(|p| p.downcast_ref::<ReplacePlan>())
-        {
-            Some(plan) => part_summary(
-                format!("replace {} match(es) in {}", plan.count, args.path),
-                &args.path,
-                &plan.part,
-            ),
-            None => Summary::targets_only("replace_in_note", precheck),
-        }
+        let plan = &precheck.plan;
+        part_summary(
+            format!("replace {} match(es) in {}", plan.count, args.path),
+            &args.path,
+            &plan.part,
+        )
     }
 
     fn run(
         &self,
         cx: &ToolCx<'_>,
         args: &ReplaceInNoteArgs,
-        precheck: &Precheck,
+        precheck: &Precheck<Self::Plan>,
         state: &TargetState,
     ) -> Result<ReplaceInNoteOutput, HandlerFailure> {
         let path = note(&args.path)?;

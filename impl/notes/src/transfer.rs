@@ -197,6 +197,8 @@ fn judge_backlinks(
 impl Tool for MoveNote {
     type Args = MoveNoteArgs;
     type Output = MoveNoteOutput;
+    type Plan = Option<RewritePlan>;
+    type Seen = ();
 
     fn spec(&self) -> ToolSpec {
         ToolSpec {
@@ -209,7 +211,11 @@ impl Tool for MoveNote {
         }
     }
 
-    fn precheck(&self, cx: &ToolCx<'_>, args: &MoveNoteArgs) -> Result<Precheck, ToolError> {
+    fn precheck(
+        &self,
+        cx: &ToolCx<'_>,
+        args: &MoveNoteArgs,
+    ) -> Result<Precheck<Self::Plan>, ToolError> {
         // r[impl vault.acl.declared.move-reveals]
         // A note moved to where the caller may read it is a note the caller reads: judged
         // before anything of it is looked at, and declared for the check after the gate.
@@ -265,7 +271,7 @@ impl Tool for MoveNote {
         Ok(Precheck {
             needs_confirmation,
             acl,
-            payload: plan.map(|plan| Arc::new(plan) as _),
+            plan: Arc::new(plan),
         })
     }
 
@@ -274,7 +280,7 @@ impl Tool for MoveNote {
         &self,
         _cx: &ToolCx<'_>,
         args: &MoveNoteArgs,
-        precheck: &Precheck,
+        precheck: &Precheck<Self::Plan>,
         state: &TargetState,
     ) -> Summary {
         let overwrites = note(&args.to)
@@ -287,10 +293,7 @@ impl Tool for MoveNote {
         if overwrites {
             summary = summary.detail(format!("replaces the note already at {}", args.to));
         }
-        let plan = precheck
-            .payload
-            .as_ref()
-            .and_then(|p| p.downcast_ref::<RewritePlan>());
+        let plan = (*precheck.plan).as_ref();
         match plan {
             Some(plan) if !plan.notes.is_empty() => {
                 summary = summary.detail(format!(
@@ -317,7 +320,7 @@ impl Tool for MoveNote {
         &self,
         cx: &ToolCx<'_>,
         args: &MoveNoteArgs,
-        precheck: &Precheck,
+        precheck: &Precheck<Self::Plan>,
         state: &TargetState,
     ) -> Result<MoveNoteOutput, HandlerFailure> {
         let from = note(&args.from)?;
@@ -329,10 +332,8 @@ impl Tool for MoveNote {
         // and whose states the approval binds; a plan made again here could take in a note
         // linked since, which neither judged.
         let plan = if args.update_backlinks {
-            let plan = precheck
-                .payload
+            let plan = (*precheck.plan)
                 .as_ref()
-                .and_then(|p| p.downcast_ref::<RewritePlan>())
                 .ok_or_else(|| ToolError::internal("the move's backlink plan"))?;
             judge_backlinks(cx, plan, &to).map_err(HandlerFailure::ConventionBlockedBeforeWrite)?;
             Some(plan)
@@ -416,6 +417,8 @@ pub struct CopyNote;
 impl Tool for CopyNote {
     type Args = CopyNoteArgs;
     type Output = CopyNoteOutput;
+    type Plan = ();
+    type Seen = ();
 
     fn spec(&self) -> ToolSpec {
         ToolSpec {
@@ -439,7 +442,7 @@ impl Tool for CopyNote {
         Ok(Precheck {
             needs_confirmation: target_exists,
             acl: vec![(AclOp::Read, from), (AclOp::Write, to)],
-            payload: None,
+            plan: Default::default(),
         })
     }
 

@@ -51,6 +51,8 @@ pub struct CommitWikiPage;
 impl Tool for CommitWikiPage {
     type Args = CommitWikiPageArgs;
     type Output = CommitWikiPageOutput;
+    type Plan = Option<NoteContent>;
+    type Seen = ();
 
     fn spec(&self) -> ToolSpec {
         ToolSpec {
@@ -63,7 +65,11 @@ impl Tool for CommitWikiPage {
         }
     }
 
-    fn precheck(&self, cx: &ToolCx<'_>, args: &CommitWikiPageArgs) -> Result<Precheck, ToolError> {
+    fn precheck(
+        &self,
+        cx: &ToolCx<'_>,
+        args: &CommitWikiPageArgs,
+    ) -> Result<Precheck<Self::Plan>, ToolError> {
         let path = note(&args.path)?;
         let current = cx.vault().read_if_exists(&path)?;
         preflight(
@@ -82,7 +88,7 @@ impl Tool for CommitWikiPage {
         Ok(Precheck {
             needs_confirmation: seal == SealState::Edited,
             acl: vec![(AclOp::Write, path)],
-            payload: current.map(|c| Arc::new(c) as _),
+            plan: Arc::new(current),
         })
     }
 
@@ -92,7 +98,7 @@ impl Tool for CommitWikiPage {
         &self,
         cx: &ToolCx<'_>,
         args: &CommitWikiPageArgs,
-        _precheck: &Precheck,
+        _precheck: &Precheck<Self::Plan>,
     ) -> Result<TargetState, ToolError> {
         let path = note(&args.path)?;
         let current = cx.vault().read_if_exists(&path)?;
@@ -109,7 +115,7 @@ impl Tool for CommitWikiPage {
                 seal.label().as_bytes(),
             ]),
             observed: vec![(path, hash)],
-            payload: None,
+            seen: Default::default(),
         })
     }
 
@@ -117,13 +123,10 @@ impl Tool for CommitWikiPage {
         &self,
         _cx: &ToolCx<'_>,
         args: &CommitWikiPageArgs,
-        precheck: &Precheck,
+        precheck: &Precheck<Self::Plan>,
         _state: &TargetState,
     ) -> Summary {
-        let old = precheck
-            .payload
-            .as_ref()
-            .and_then(|p| p.downcast_ref::<NoteContent>());
+        let old = (*precheck.plan).as_ref();
         write_summary(
             format!(
                 "overwrite {}, which a person edited since it was generated (or was never generated)",
@@ -139,7 +142,7 @@ impl Tool for CommitWikiPage {
         &self,
         cx: &ToolCx<'_>,
         args: &CommitWikiPageArgs,
-        _precheck: &Precheck,
+        _precheck: &Precheck<Self::Plan>,
         state: &TargetState,
     ) -> Result<CommitWikiPageOutput, HandlerFailure> {
         let path = note(&args.path)?;

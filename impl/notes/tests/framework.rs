@@ -639,6 +639,8 @@ struct Saw {
 impl tc_tools::Tool for SeesCancel {
     type Args = NoArgs;
     type Output = Saw;
+    type Plan = ();
+    type Seen = ();
 
     fn spec(&self) -> tc_tools::ToolSpec {
         tc_tools::ToolSpec {
@@ -686,6 +688,8 @@ struct PathArg {
 impl tc_tools::Tool for LosesARace {
     type Args = PathArg;
     type Output = Saw;
+    type Plan = ();
+    type Seen = ();
 
     fn spec(&self) -> tc_tools::ToolSpec {
         tc_tools::ToolSpec {

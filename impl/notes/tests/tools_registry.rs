@@ -39,6 +39,8 @@ struct Probe {
 impl Tool for Probe {
     type Args = ProbeArgs;
     type Output = ProbeOutput;
+    type Plan = ();
+    type Seen = ();
 
     fn spec(&self) -> ToolSpec {
         ToolSpec {

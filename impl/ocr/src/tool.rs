@@ -16,8 +16,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use tc_gate::ConfirmationTargets;
 use tc_tools::{
-    Annotations, ErrorCode, Gating, HandlerFailure, Payload, Precheck, Summary, TargetState, Tool,
-    ToolCx, ToolError, ToolSpec,
+    Annotations, ErrorCode, Gating, HandlerFailure, Precheck, Summary, TargetState, Tool, ToolCx,
+    ToolError, ToolSpec,
 };
 use tc_vault::acl::AclOp;
 use tc_vault::path::VaultPath;
@@ -126,25 +126,15 @@ pub struct OcrBulk {
     pub languages_checked: std::sync::OnceLock<()>,
 }
 
-/// The candidates, observed: the precheck's and the state's payload.
-#[derive(Debug)]
-struct Observed(Vec<Attachment>);
-
-fn observed_of(payload: &Payload) -> Option<&[Attachment]> {
-    payload
-        .as_ref()
-        .and_then(|p| p.downcast_ref::<Observed>())
-        .map(|o| o.0.as_slice())
-}
-
-fn state_of(attachments: Vec<Attachment>) -> TargetState {
+/// The candidates, observed: what the state step saw.
+fn state_of(attachments: Vec<Attachment>) -> TargetState<Option<Vec<Attachment>>> {
     TargetState {
         fp: candidates::fingerprint(&attachments),
         observed: attachments
             .iter()
             .map(|a| (a.path.clone(), a.hash.clone()))
             .collect(),
-        payload: Some(Arc::new(Observed(attachments))),
+        seen: Arc::new(Some(attachments)),
     }
 }
 
@@ -343,6 +333,8 @@ fn normalized(extensions: &[String]) -> Vec<String> {
 impl Tool for OcrBulk {
     type Args = OcrBulkArgs;
     type Output = OcrBulkOutput;
+    type Plan = Vec<Attachment>;
+    type Seen = Option<Vec<Attachment>>;
 
     fn spec(&self) -> ToolSpec {
         ToolSpec {
@@ -377,7 +369,11 @@ impl Tool for OcrBulk {
         Ok(())
     }
 
-    fn precheck(&self, cx: &ToolCx<'_>, args: &OcrBulkArgs) -> Result<Precheck, ToolError> {
+    fn precheck(
+        &self,
+        cx: &ToolCx<'_>,
+        args: &OcrBulkArgs,
+    ) -> Result<Precheck<Self::Plan>, ToolError> {
         let list = self.collect(cx, args)?;
         self.check_engines(&list)?;
         self.check_fits(cx, &list)?;
@@ -386,7 +382,7 @@ impl Tool for OcrBulk {
             // r[impl ocr.always-gated]
             needs_confirmation: true,
             acl: list.into_iter().map(|(p, _)| (AclOp::Read, p)).collect(),
-            payload: Some(Arc::new(Observed(attachments))),
+            plan: Arc::new(attachments),
         })
     }
 
@@ -394,8 +390,8 @@ impl Tool for OcrBulk {
         &self,
         cx: &ToolCx<'_>,
         args: &OcrBulkArgs,
-        _precheck: &Precheck,
-    ) -> Result<TargetState, ToolError> {
+        _precheck: &Precheck<Self::Plan>,
+    ) -> Result<TargetState<Self::Seen>, ToolError> {
         let list = self.collect(cx, args)?;
         Ok(state_of(candidates::observe(cx, &list)?))
     }
@@ -404,12 +400,10 @@ impl Tool for OcrBulk {
         &self,
         cx: &ToolCx<'_>,
         args: &OcrBulkArgs,
-        precheck: &Precheck,
-    ) -> Result<TargetState, ToolError> {
-        match observed_of(&precheck.payload) {
-            Some(attachments) => Ok(state_of(attachments.to_vec())),
-            None => self.state(cx, args, precheck),
-        }
+        precheck: &Precheck<Self::Plan>,
+    ) -> Result<TargetState<Self::Seen>, ToolError> {
+        let _ = (cx, args);
+        Ok(state_of(precheck.plan.to_vec()))
     }
 
     // r[impl ocr.always-gated]
@@ -417,10 +411,10 @@ impl Tool for OcrBulk {
         &self,
         _cx: &ToolCx<'_>,
         args: &OcrBulkArgs,
-        _precheck: &Precheck,
-        state: &TargetState,
+        _precheck: &Precheck<Self::Plan>,
+        state: &TargetState<Self::Seen>,
     ) -> Summary {
-        let attachments = observed_of(&state.payload).unwrap_or_default();
+        let attachments = (*state.seen).as_deref().unwrap_or_default();
         let total: u64 = attachments.iter().map(|a| a.size).sum();
         let source = match &args.root {
             Some(root) if root.is_empty() => format!(
@@ -452,10 +446,11 @@ impl Tool for OcrBulk {
         &self,
         cx: &ToolCx<'_>,
         args: &OcrBulkArgs,
-        _precheck: &Precheck,
-        state: &TargetState,
+        _precheck: &Precheck<Self::Plan>,
+        state: &TargetState<Self::Seen>,
     ) -> Result<OcrBulkOutput, HandlerFailure> {
-        let attachments = observed_of(&state.payload)
+        let attachments = (*state.seen)
+            .as_deref()
             .ok_or_else(|| ToolError::internal("reading the approved files"))?;
         let scratch = tempfile::Builder::new()
             .prefix("ocr-")

@@ -136,6 +136,8 @@ struct Now {
 impl Tool for WhatTimeIsIt {
     type Args = NoArgs;
     type Output = Now;
+    type Plan = ();
+    type Seen = ();
 
     fn spec(&self) -> ToolSpec {
         ToolSpec {

@@ -42,6 +42,6 @@ pub use pipeline::{Approval, Pipeline, Prepared};
 pub use registry::{Registry, RegistryBuildError, SubsystemSetup, ToolDef};
 pub use summary::{Summary, escape_for_terminal, redact_secrets};
 pub use tool::{
-    Annotations, Gating, HandlerFailure, Payload, Precheck, TargetState, Tool, ToolOutput,
+    Annotations, AnyPlan, Gating, HandlerFailure, Precheck, TargetState, Tool, ToolOutput,
     ToolSpec, path_state,
 };

@@ -93,9 +93,9 @@ pub fn preflight(cx: &ToolCx<'_>, intent: &WriteIntent) -> Result<(), ToolError>
 }
 
 /// Reads `path` in the handler and checks it is still in the state the approval covers.
-pub fn read_as_observed(
+pub fn read_as_observed<S: ?Sized>(
     cx: &ToolCx<'_>,
-    state: &TargetState,
+    state: &TargetState<S>,
     path: &VaultPath,
 ) -> Result<Option<NoteContent>, HandlerFailure> {
     let current = cx.vault().read_if_exists(path)?;
@@ -105,8 +105,8 @@ pub fn read_as_observed(
 
 /// Checks that `current`, read in the handler, is the state observed for `path` when the
 /// call's state was taken (`concurrent_modification` otherwise).
-pub fn check_observed(
-    state: &TargetState,
+pub fn check_observed<S: ?Sized>(
+    state: &TargetState<S>,
     path: &VaultPath,
     current: Option<&NoteContent>,
 ) -> Result<(), HandlerFailure> {
@@ -215,7 +215,8 @@ fn written_content(mode: WriteMode, current: Option<&NoteContent>, content: &str
 }
 
 /// What a write would do, kept from the precheck for the summary.
-struct WritePlan {
+#[derive(Debug)]
+pub struct WritePlan {
     old: Option<NoteContent>,
     new: Vec<u8>,
 }
@@ -243,6 +244,8 @@ pub fn write_summary(
 impl Tool for WriteNote {
     type Args = WriteNoteArgs;
     type Output = WriteNoteOutput;
+    type Plan = WritePlan;
+    type Seen = ();
 
     fn spec(&self) -> ToolSpec {
         ToolSpec {
@@ -255,7 +258,11 @@ impl Tool for WriteNote {
         }
     }
 
-    fn precheck(&self, cx: &ToolCx<'_>, args: &WriteNoteArgs) -> Result<Precheck, ToolError> {
+    fn precheck(
+        &self,
+        cx: &ToolCx<'_>,
+        args: &WriteNoteArgs,
+    ) -> Result<Precheck<WritePlan>, ToolError> {
         let path = note(&args.path)?;
         // r[impl tools.prev-hash.readable]
         // Compared for anyone, a prev_hash would answer "is the note this?" for each guess.
@@ -288,7 +295,7 @@ impl Tool for WriteNote {
         Ok(Precheck {
             needs_confirmation,
             acl: vec![(AclOp::Write, path)],
-            payload: Some(Arc::new(WritePlan { old: current, new })),
+            plan: Arc::new(WritePlan { old: current, new }),
         })
     }
 
@@ -296,22 +303,16 @@ impl Tool for WriteNote {
         &self,
         _cx: &ToolCx<'_>,
         args: &WriteNoteArgs,
-        precheck: &Precheck,
+        precheck: &Precheck<WritePlan>,
         _state: &TargetState,
     ) -> Summary {
-        let plan = precheck
-            .payload
-            .as_ref()
-            .and_then(|p| p.downcast_ref::<WritePlan>());
-        match plan {
-            Some(plan) => write_summary(
-                format!("replace the content of {}", args.path),
-                &args.path,
-                plan.old.as_ref(),
-                &plan.new,
-            ),
-            None => Summary::targets_only("write_note", precheck),
-        }
+        let plan = &precheck.plan;
+        write_summary(
+            format!("replace the content of {}", args.path),
+            &args.path,
+            plan.old.as_ref(),
+            &plan.new,
+        )
     }
 
     // r[impl vault.write.locked]
@@ -324,7 +325,7 @@ impl Tool for WriteNote {
         &self,
         cx: &ToolCx<'_>,
         args: &WriteNoteArgs,
-        precheck: &Precheck,
+        precheck: &Precheck<WritePlan>,
         state: &TargetState,
     ) -> Result<WriteNoteOutput, HandlerFailure> {
         let path = note(&args.path)?;

@@ -42,7 +42,7 @@ use crate::error::{ErrorCode, ToolError};
 use crate::paging::PagingSetup;
 use crate::registry::{ParsedArgs, Registry, ToolDef};
 use crate::summary::Summary;
-use crate::tool::{HandlerFailure, Precheck, TargetState, ToolOutput};
+use crate::tool::{AnyPlan, HandlerFailure, Precheck, TargetState, ToolOutput};
 
 /// How the call arrived approved, if at all.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,9 +70,9 @@ pub struct Prepared {
     caller: CallerContext,
     args: ParsedArgs,
     args_hash: String,
-    precheck: Precheck,
+    precheck: Precheck<AnyPlan>,
     /// The state as the tool observed it; the handler compares what it finds with this.
-    state: TargetState,
+    state: TargetState<AnyPlan>,
     /// `state.fp` keyed: what is recorded, shown and compared at redemption.
     state_fp: StateFp,
 }
@@ -341,7 +341,7 @@ impl Pipeline {
                 .state_after_precheck(&cx, &args.typed, &precheck)
                 .map_err(withhold)?
         } else {
-            TargetState::default()
+            TargetState::untaken()
         };
         Ok(Prepared {
             def,
@@ -463,7 +463,7 @@ impl Pipeline {
     fn run_handler(
         &self,
         prepared: &Prepared,
-        state: &TargetState,
+        state: &TargetState<AnyPlan>,
         control: &CallControl,
     ) -> Result<ToolOutput, HandlerFailure> {
         let cx = self.cx(&prepared.binding, &prepared.caller, control);
@@ -474,7 +474,7 @@ impl Pipeline {
     }
 
     /// The state now, for a drift check at redemption.
-    fn fresh_state(&self, prepared: &Prepared) -> Result<TargetState, ToolError> {
+    fn fresh_state(&self, prepared: &Prepared) -> Result<TargetState<AnyPlan>, ToolError> {
         let control = CallControl::default();
         let cx = self.cx(&prepared.binding, &prepared.caller, &control);
         prepared
@@ -487,7 +487,7 @@ impl Pipeline {
     /// The fingerprint of a tool's observed state as the pipeline records, shows and
     /// compares it, at the raise and at every redemption alike. The tool's own stays in
     /// the state, for its handler to compare what it finds under its lock with.
-    fn shown_fp(&self, state: &TargetState) -> StateFp {
+    fn shown_fp(&self, state: &TargetState<AnyPlan>) -> StateFp {
         self.fingerprints.key(&state.fp)
     }
 
@@ -584,7 +584,7 @@ impl Pipeline {
         control: &CallControl,
     ) -> Result<ToolOutput, ToolError> {
         let call = prepared.call();
-        let mut fresh: Option<Result<TargetState, ToolError>> = None;
+        let mut fresh: Option<Result<TargetState<AnyPlan>, ToolError>> = None;
         let redeemed = self.verifier.verify(&self.gate, token, &call, &mut || {
             let state = self.fresh_state(prepared);
             // A target that cannot be read now is not the state that was approved.

@@ -124,7 +124,7 @@ impl Summary {
     }
 
     /// The summary of a tool that says nothing more than its declared paths.
-    pub fn targets_only(tool: &str, precheck: &Precheck) -> Self {
+    pub fn targets_only<P: ?Sized>(tool: &str, precheck: &Precheck<P>) -> Self {
         let mut summary = Summary::new(format!("{tool} on the paths it declares"));
         for (op, path) in &precheck.acl {
             summary.targets.push(format!("{} ({op})", path.as_str()));

@@ -111,21 +111,43 @@ pub struct ToolSpec {
     pub gating: Gating,
 }
 
-/// Tool-specific data a step hands to a later one (e.g. `rewrite_link`'s plan).
-pub type Payload = Option<Arc<dyn Any + Send + Sync>>;
+/// What a step hands a later one, behind the object-safe face: the registry's typed adapter
+/// puts a tool's own [`Tool::Plan`] or [`Tool::Seen`] in and takes the same type out, so a
+/// tool never casts.
+pub type AnyPlan = dyn Any + Send + Sync;
 
-/// What the precheck decided about a call.
-#[derive(Clone, Default)]
-pub struct Precheck {
+/// What the precheck decided about a call, with the plan it hands the later steps.
+pub struct Precheck<P: ?Sized = ()> {
     /// Whether this call needs confirmation (the tool's condition of spec/tools.md).
     pub needs_confirmation: bool,
     /// The paths the tool declares for the central folder ACL, with the access each needs.
     /// For `pathAcl` tools these are also the confirmation targets.
     pub acl: Vec<(AclOp, VaultPath)>,
-    pub payload: Payload,
+    /// What the precheck worked out for the later steps (`()` for most tools).
+    pub plan: Arc<P>,
 }
 
-impl fmt::Debug for Precheck {
+impl<P: ?Sized> Clone for Precheck<P> {
+    fn clone(&self) -> Self {
+        Precheck {
+            needs_confirmation: self.needs_confirmation,
+            acl: self.acl.clone(),
+            plan: Arc::clone(&self.plan),
+        }
+    }
+}
+
+impl<P: Default> Default for Precheck<P> {
+    fn default() -> Self {
+        Precheck {
+            needs_confirmation: false,
+            acl: Vec::new(),
+            plan: Arc::default(),
+        }
+    }
+}
+
+impl<P: ?Sized> fmt::Debug for Precheck<P> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Precheck")
             .field("needs_confirmation", &self.needs_confirmation)
@@ -139,7 +161,44 @@ impl Precheck {
     pub fn free() -> Self {
         Precheck::default()
     }
+}
 
+impl<P: Send + Sync + 'static> Precheck<P> {
+    /// A call with `plan`, declaring no paths and not (yet) needing confirmation.
+    pub fn with_plan(plan: P) -> Self {
+        Precheck {
+            needs_confirmation: false,
+            acl: Vec::new(),
+            plan: Arc::new(plan),
+        }
+    }
+
+    /// The same decision with the plan behind the object-safe face.
+    pub fn erase(self) -> Precheck<AnyPlan> {
+        Precheck {
+            needs_confirmation: self.needs_confirmation,
+            acl: self.acl,
+            plan: self.plan,
+        }
+    }
+}
+
+impl Precheck<AnyPlan> {
+    /// The decision with the plan of the tool that made it: the adapter hands every step
+    /// of a tool the precheck that tool made, so the type always matches.
+    pub fn typed<P: Send + Sync + 'static>(&self) -> Result<Precheck<P>, ToolError> {
+        let plan = Arc::clone(&self.plan)
+            .downcast::<P>()
+            .map_err(|_| ToolError::internal("handing the precheck's plan on"))?;
+        Ok(Precheck {
+            needs_confirmation: self.needs_confirmation,
+            acl: self.acl.clone(),
+            plan,
+        })
+    }
+}
+
+impl<P: ?Sized> Precheck<P> {
     /// The distinct paths declared for the ACL, in order.
     pub fn declared_paths(&self) -> Vec<VaultPath> {
         let mut paths: Vec<VaultPath> = Vec::new();
@@ -152,16 +211,36 @@ impl Precheck {
     }
 }
 
-/// The state of a call's confirmation targets, as observed now.
-#[derive(Clone, Default)]
-pub struct TargetState {
+/// The state of a call's confirmation targets, as observed now, with what the state step saw
+/// beyond the paths' hashes (`()` for most tools).
+pub struct TargetState<S: ?Sized = ()> {
     pub fp: StateFp,
     /// `(path, content hash)` of each path observed; `None` for a missing file.
     pub observed: Vec<(VaultPath, Option<String>)>,
-    pub payload: Payload,
+    pub seen: Arc<S>,
 }
 
-impl fmt::Debug for TargetState {
+impl<S: ?Sized> Clone for TargetState<S> {
+    fn clone(&self) -> Self {
+        TargetState {
+            fp: self.fp.clone(),
+            observed: self.observed.clone(),
+            seen: Arc::clone(&self.seen),
+        }
+    }
+}
+
+impl<S: Default> Default for TargetState<S> {
+    fn default() -> Self {
+        TargetState {
+            fp: StateFp::default(),
+            observed: Vec::new(),
+            seen: Arc::default(),
+        }
+    }
+}
+
+impl<S: ?Sized> fmt::Debug for TargetState<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("TargetState")
             .field("fp", &self.fp)
@@ -170,7 +249,7 @@ impl fmt::Debug for TargetState {
     }
 }
 
-impl TargetState {
+impl<S: ?Sized> TargetState<S> {
     /// The hash observed for `path`: `Some(None)` when it was missing, `None` when the path
     /// was not observed.
     pub fn observed_hash(&self, path: &VaultPath) -> Option<Option<&str>> {
@@ -178,6 +257,46 @@ impl TargetState {
             .iter()
             .find(|(p, _)| p == path)
             .map(|(_, hash)| hash.as_deref())
+    }
+
+    /// The same observation with `seen` as what the step saw besides.
+    pub fn with_seen<T>(self, seen: T) -> TargetState<T> {
+        TargetState {
+            fp: self.fp,
+            observed: self.observed,
+            seen: Arc::new(seen),
+        }
+    }
+}
+
+impl<S: Send + Sync + 'static> TargetState<S> {
+    /// The same state with what was seen behind the object-safe face.
+    pub fn erase(self) -> TargetState<AnyPlan> {
+        TargetState {
+            fp: self.fp,
+            observed: self.observed,
+            seen: self.seen,
+        }
+    }
+}
+
+impl TargetState<AnyPlan> {
+    /// The state of a call whose state was not taken (a call that cannot need
+    /// confirmation): nothing observed.
+    pub fn untaken() -> Self {
+        TargetState::<()>::default().erase()
+    }
+
+    /// The state with what the tool's own state step saw; a state that was not taken (an
+    /// ungated call) gives the tool's default.
+    pub fn typed<S: Default + Send + Sync + 'static>(&self) -> TargetState<S> {
+        TargetState {
+            fp: self.fp.clone(),
+            observed: self.observed.clone(),
+            seen: Arc::clone(&self.seen)
+                .downcast::<S>()
+                .unwrap_or_else(|_| Arc::new(S::default())),
+        }
     }
 }
 
@@ -197,7 +316,7 @@ pub fn path_state(vault: &Vault, paths: &[VaultPath]) -> Result<TargetState, Too
     Ok(TargetState {
         fp: fingerprint_targets(&targets),
         observed,
-        payload: None,
+        seen: Arc::new(()),
     })
 }
 
@@ -265,6 +384,11 @@ pub trait Tool: Send + Sync + fmt::Debug + 'static {
     type Args: DeserializeOwned + Serialize + JsonSchema + Send + Sync + 'static;
     /// The result object; its schema is the advertised `outputSchema`.
     type Output: Serialize + JsonSchema;
+    /// What the precheck works out for the later steps (`()` when nothing).
+    type Plan: Send + Sync + 'static;
+    /// What the state step sees beyond the paths' hashes (`()` when nothing); a call whose
+    /// state is not taken (one that cannot need confirmation) gets the default.
+    type Seen: Default + Send + Sync + 'static;
 
     fn spec(&self) -> ToolSpec;
 
@@ -275,7 +399,11 @@ pub trait Tool: Send + Sync + fmt::Debug + 'static {
     }
 
     /// Judges the call before the confirmation gate.
-    fn precheck(&self, cx: &ToolCx<'_>, args: &Self::Args) -> Result<Precheck, ToolError>;
+    fn precheck(
+        &self,
+        cx: &ToolCx<'_>,
+        args: &Self::Args,
+    ) -> Result<Precheck<Self::Plan>, ToolError>;
 
     /// The state of the confirmation targets now; by default the `pathAcl` state of the
     /// declared paths.
@@ -283,9 +411,9 @@ pub trait Tool: Send + Sync + fmt::Debug + 'static {
         &self,
         cx: &ToolCx<'_>,
         _args: &Self::Args,
-        precheck: &Precheck,
-    ) -> Result<TargetState, ToolError> {
-        path_state(cx.vault(), &precheck.declared_paths())
+        precheck: &Precheck<Self::Plan>,
+    ) -> Result<TargetState<Self::Seen>, ToolError> {
+        Ok(path_state(cx.vault(), &precheck.declared_paths())?.with_seen(Self::Seen::default()))
     }
 
     /// The state taken right after the precheck in the same call: a tool whose precheck
@@ -294,8 +422,8 @@ pub trait Tool: Send + Sync + fmt::Debug + 'static {
         &self,
         cx: &ToolCx<'_>,
         args: &Self::Args,
-        precheck: &Precheck,
-    ) -> Result<TargetState, ToolError> {
+        precheck: &Precheck<Self::Plan>,
+    ) -> Result<TargetState<Self::Seen>, ToolError> {
         self.state(cx, args, precheck)
     }
 
@@ -305,8 +433,8 @@ pub trait Tool: Send + Sync + fmt::Debug + 'static {
         &self,
         _cx: &ToolCx<'_>,
         _args: &Self::Args,
-        precheck: &Precheck,
-        _state: &TargetState,
+        precheck: &Precheck<Self::Plan>,
+        _state: &TargetState<Self::Seen>,
     ) -> Summary {
         Summary::targets_only(self.spec().name, precheck)
     }
@@ -316,8 +444,8 @@ pub trait Tool: Send + Sync + fmt::Debug + 'static {
         &self,
         cx: &ToolCx<'_>,
         args: &Self::Args,
-        precheck: &Precheck,
-        state: &TargetState,
+        precheck: &Precheck<Self::Plan>,
+        state: &TargetState<Self::Seen>,
     ) -> Result<Self::Output, HandlerFailure>;
 
     /// The result as it leaves the tool; a tool whose result is already serialized (a page)
@@ -335,32 +463,32 @@ pub trait Erased: Send + Sync + fmt::Debug {
     /// Deserializes validated arguments (without `vault` and `elicit_token`) into the typed
     /// arguments, and their canonical value (defaults filled) for the args_hash.
     fn parse(&self, args: Map<String, Value>) -> Result<(AnyArgs, Value), ToolError>;
-    fn precheck(&self, cx: &ToolCx<'_>, args: &AnyArgs) -> Result<Precheck, ToolError>;
+    fn precheck(&self, cx: &ToolCx<'_>, args: &AnyArgs) -> Result<Precheck<AnyPlan>, ToolError>;
     fn state(
         &self,
         cx: &ToolCx<'_>,
         args: &AnyArgs,
-        precheck: &Precheck,
-    ) -> Result<TargetState, ToolError>;
+        precheck: &Precheck<AnyPlan>,
+    ) -> Result<TargetState<AnyPlan>, ToolError>;
     fn state_after_precheck(
         &self,
         cx: &ToolCx<'_>,
         args: &AnyArgs,
-        precheck: &Precheck,
-    ) -> Result<TargetState, ToolError>;
+        precheck: &Precheck<AnyPlan>,
+    ) -> Result<TargetState<AnyPlan>, ToolError>;
     fn summary(
         &self,
         cx: &ToolCx<'_>,
         args: &AnyArgs,
-        precheck: &Precheck,
-        state: &TargetState,
+        precheck: &Precheck<AnyPlan>,
+        state: &TargetState<AnyPlan>,
     ) -> Summary;
     fn run(
         &self,
         cx: &ToolCx<'_>,
         args: &AnyArgs,
-        precheck: &Precheck,
-        state: &TargetState,
+        precheck: &Precheck<AnyPlan>,
+        state: &TargetState<AnyPlan>,
     ) -> Result<ToolOutput, HandlerFailure>;
 }
 
@@ -386,39 +514,46 @@ impl<T: Tool> Erased for Typed<T> {
         Ok((Arc::new(parsed), canonical))
     }
 
-    fn precheck(&self, cx: &ToolCx<'_>, args: &AnyArgs) -> Result<Precheck, ToolError> {
-        self.0.precheck(cx, typed::<T::Args>(args)?)
+    fn precheck(&self, cx: &ToolCx<'_>, args: &AnyArgs) -> Result<Precheck<AnyPlan>, ToolError> {
+        Ok(self.0.precheck(cx, typed::<T::Args>(args)?)?.erase())
     }
 
     fn state(
         &self,
         cx: &ToolCx<'_>,
         args: &AnyArgs,
-        precheck: &Precheck,
-    ) -> Result<TargetState, ToolError> {
-        self.0.state(cx, typed::<T::Args>(args)?, precheck)
+        precheck: &Precheck<AnyPlan>,
+    ) -> Result<TargetState<AnyPlan>, ToolError> {
+        let precheck = precheck.typed::<T::Plan>()?;
+        Ok(self
+            .0
+            .state(cx, typed::<T::Args>(args)?, &precheck)?
+            .erase())
     }
 
     fn state_after_precheck(
         &self,
         cx: &ToolCx<'_>,
         args: &AnyArgs,
-        precheck: &Precheck,
-    ) -> Result<TargetState, ToolError> {
-        self.0
-            .state_after_precheck(cx, typed::<T::Args>(args)?, precheck)
+        precheck: &Precheck<AnyPlan>,
+    ) -> Result<TargetState<AnyPlan>, ToolError> {
+        let precheck = precheck.typed::<T::Plan>()?;
+        Ok(self
+            .0
+            .state_after_precheck(cx, typed::<T::Args>(args)?, &precheck)?
+            .erase())
     }
 
     fn summary(
         &self,
         cx: &ToolCx<'_>,
         args: &AnyArgs,
-        precheck: &Precheck,
-        state: &TargetState,
+        precheck: &Precheck<AnyPlan>,
+        state: &TargetState<AnyPlan>,
     ) -> Summary {
-        match typed::<T::Args>(args) {
-            Ok(args) => self.0.summary(cx, args, precheck, state),
-            Err(_) => Summary::targets_only(self.0.spec().name, precheck),
+        match (typed::<T::Args>(args), precheck.typed::<T::Plan>()) {
+            (Ok(args), Ok(typed)) => self.0.summary(cx, args, &typed, &state.typed()),
+            _ => Summary::targets_only(self.0.spec().name, precheck),
         }
     }
 
@@ -426,10 +561,13 @@ impl<T: Tool> Erased for Typed<T> {
         &self,
         cx: &ToolCx<'_>,
         args: &AnyArgs,
-        precheck: &Precheck,
-        state: &TargetState,
+        precheck: &Precheck<AnyPlan>,
+        state: &TargetState<AnyPlan>,
     ) -> Result<ToolOutput, HandlerFailure> {
-        let output = self.0.run(cx, typed::<T::Args>(args)?, precheck, state)?;
+        let precheck = precheck.typed::<T::Plan>()?;
+        let output = self
+            .0
+            .run(cx, typed::<T::Args>(args)?, &precheck, &state.typed())?;
         Ok(self.0.encode(output)?)
     }
 }

@@ -166,6 +166,8 @@ fn cursor_error(error: tc_gate::cursor::CursorError) -> ToolError {
 impl Tool for SearchNotes {
     type Args = SearchNotesArgs;
     type Output = SearchNotesOutput;
+    type Plan = ();
+    type Seen = ();
 
     fn spec(&self) -> ToolSpec {
         ToolSpec {

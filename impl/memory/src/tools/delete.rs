@@ -186,7 +186,8 @@ fn neighbours(id: i64, relations: &[Relation]) -> Vec<i64> {
 }
 
 /// What the precheck found, for the summary.
-struct Plan {
+#[derive(Debug)]
+pub struct Plan {
     entity: Entity,
     relations: Vec<Relation>,
     note: Option<VaultPath>,
@@ -196,6 +197,8 @@ struct Plan {
 impl Tool for DeleteEntity {
     type Args = DeleteEntityArgs;
     type Output = DeleteEntityOutput;
+    type Plan = Plan;
+    type Seen = ();
 
     fn spec(&self) -> ToolSpec {
         ToolSpec {
@@ -208,7 +211,11 @@ impl Tool for DeleteEntity {
         }
     }
 
-    fn precheck(&self, cx: &ToolCx<'_>, args: &DeleteEntityArgs) -> Result<Precheck, ToolError> {
+    fn precheck(
+        &self,
+        cx: &ToolCx<'_>,
+        args: &DeleteEntityArgs,
+    ) -> Result<Precheck<Self::Plan>, ToolError> {
         let observed = {
             let conn = self.0.db().lock();
             observe(cx, &conn, &args.entity_id)?
@@ -251,7 +258,7 @@ impl Tool for DeleteEntity {
         Ok(Precheck {
             needs_confirmation: true,
             acl,
-            payload: Some(Arc::new(Plan {
+            plan: Arc::new(Plan {
                 entity,
                 relations: observed.relations,
                 note,
@@ -260,7 +267,7 @@ impl Tool for DeleteEntity {
                     .iter()
                     .map(|p| p.path.as_str().to_owned())
                     .collect(),
-            })),
+            }),
         })
     }
 
@@ -268,14 +275,14 @@ impl Tool for DeleteEntity {
         &self,
         cx: &ToolCx<'_>,
         args: &DeleteEntityArgs,
-        _precheck: &Precheck,
+        _precheck: &Precheck<Self::Plan>,
     ) -> Result<TargetState, ToolError> {
         let conn = self.0.db().lock();
         let observed = observe(cx, &conn, &args.entity_id)?;
         Ok(TargetState {
             fp: observed.fp,
             observed: observed.note.into_iter().collect(),
-            payload: None,
+            seen: Default::default(),
         })
     }
 
@@ -284,16 +291,10 @@ impl Tool for DeleteEntity {
         &self,
         _cx: &ToolCx<'_>,
         args: &DeleteEntityArgs,
-        precheck: &Precheck,
+        precheck: &Precheck<Self::Plan>,
         _state: &TargetState,
     ) -> Summary {
-        let Some(plan) = precheck
-            .payload
-            .as_ref()
-            .and_then(|p| p.downcast_ref::<Plan>())
-        else {
-            return Summary::targets_only("delete_entity", precheck);
-        };
+        let plan = &precheck.plan;
         let entity = &plan.entity;
         let mut summary = Summary::new(format!(
             "delete entity {} ({} {:?}) with {} observation(s) and {} relation(s)",
@@ -340,7 +341,7 @@ impl Tool for DeleteEntity {
         &self,
         cx: &ToolCx<'_>,
         args: &DeleteEntityArgs,
-        precheck: &Precheck,
+        precheck: &Precheck<Self::Plan>,
         state: &TargetState,
     ) -> Result<DeleteEntityOutput, HandlerFailure> {
         let paths = declared(precheck);

@@ -112,7 +112,7 @@ pub(crate) fn declared_writes(plans: &[NotePlan]) -> Vec<(AclOp, VaultPath)> {
 /// The paths a precheck declared writes of: the notes an apply may write. A path declared
 /// only for reading (an existing entity's note an upsert shows) or for deleting is no
 /// licence to write it, whatever the apply plans.
-pub(crate) fn declared(precheck: &Precheck) -> Vec<VaultPath> {
+pub(crate) fn declared<P: ?Sized>(precheck: &Precheck<P>) -> Vec<VaultPath> {
     precheck
         .acl
         .iter()

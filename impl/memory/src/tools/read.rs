@@ -57,6 +57,8 @@ pub struct GetEntity(pub Arc<Memory>);
 impl Tool for GetEntity {
     type Args = GetEntityArgs;
     type Output = GetEntityOutput;
+    type Plan = ();
+    type Seen = ();
 
     fn spec(&self) -> ToolSpec {
         ToolSpec {
@@ -84,7 +86,7 @@ impl Tool for GetEntity {
         Ok(Precheck {
             needs_confirmation: false,
             acl,
-            payload: None,
+            plan: Default::default(),
         })
     }
 
@@ -188,6 +190,8 @@ fn cursor_error(error: tc_gate::cursor::CursorError) -> ToolError {
 impl Tool for SearchEntities {
     type Args = SearchEntitiesArgs;
     type Output = SearchEntitiesOutput;
+    type Plan = ();
+    type Seen = ();
 
     fn spec(&self) -> ToolSpec {
         ToolSpec {

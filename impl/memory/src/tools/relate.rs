@@ -104,7 +104,7 @@ fn precheck(
     Ok(Precheck {
         needs_confirmation: false,
         acl: declared_writes(&planned.plans),
-        payload: None,
+        plan: Default::default(),
     })
 }
 
@@ -139,6 +139,8 @@ pub struct RelateEntities(pub Arc<Memory>);
 impl Tool for RelateEntities {
     type Args = RelationArgs;
     type Output = RelationOutput;
+    type Plan = ();
+    type Seen = ();
 
     fn spec(&self) -> ToolSpec {
         ToolSpec {
@@ -173,6 +175,8 @@ pub struct UnrelateEntities(pub Arc<Memory>);
 impl Tool for UnrelateEntities {
     type Args = RelationArgs;
     type Output = RelationOutput;
+    type Plan = ();
+    type Seen = ();
 
     fn spec(&self) -> ToolSpec {
         ToolSpec {

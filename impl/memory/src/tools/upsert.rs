@@ -142,6 +142,8 @@ fn change(
 impl Tool for UpsertEntity {
     type Args = UpsertEntityArgs;
     type Output = UpsertEntityOutput;
+    type Plan = ();
+    type Seen = ();
 
     fn spec(&self) -> ToolSpec {
         ToolSpec {
@@ -183,7 +185,7 @@ impl Tool for UpsertEntity {
         Ok(Precheck {
             needs_confirmation: false,
             acl,
-            payload: None,
+            plan: Default::default(),
         })
     }
 

@@ -65,6 +65,8 @@ fn already_open(open: &SessionRow) -> ToolError {
 impl Tool for StartSession {
     type Args = StartSessionArgs;
     type Output = StartSessionOutput;
+    type Plan = ();
+    type Seen = ();
 
     fn spec(&self) -> ToolSpec {
         ToolSpec {
@@ -150,6 +152,8 @@ pub struct EndSession(pub Arc<Sessions>);
 impl Tool for EndSession {
     type Args = EndSessionArgs;
     type Output = EndSessionOutput;
+    type Plan = ();
+    type Seen = ();
 
     fn spec(&self) -> ToolSpec {
         ToolSpec {
@@ -247,6 +251,8 @@ fn parse_position(position: &str) -> Option<After> {
 impl Tool for ListSessions {
     type Args = ListSessionsArgs;
     type Output = ListSessionsOutput;
+    type Plan = ();
+    type Seen = ();
 
     fn spec(&self) -> ToolSpec {
         ToolSpec {

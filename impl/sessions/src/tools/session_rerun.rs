@@ -108,6 +108,8 @@ fn read_trace_bytes(sessions: &Sessions, row: &SessionRow) -> Result<Option<Vec<
 impl Tool for SessionRerun {
     type Args = SessionRerunArgs;
     type Output = RerunReport;
+    type Plan = SessionRow;
+    type Seen = ();
 
     fn spec(&self) -> ToolSpec {
         ToolSpec {
@@ -120,14 +122,18 @@ impl Tool for SessionRerun {
         }
     }
 
-    fn precheck(&self, cx: &ToolCx<'_>, args: &SessionRerunArgs) -> Result<Precheck, ToolError> {
+    fn precheck(
+        &self,
+        cx: &ToolCx<'_>,
+        args: &SessionRerunArgs,
+    ) -> Result<Precheck<Self::Plan>, ToolError> {
         let row = self
             .0
             .find_own(&args.session_id, &cx.caller.id, cx.vault().id())?;
         Ok(Precheck {
             needs_confirmation: true,
             acl: Vec::new(),
-            payload: Some(Arc::new(row)),
+            plan: Arc::new(row),
         })
     }
 
@@ -135,7 +141,7 @@ impl Tool for SessionRerun {
         &self,
         cx: &ToolCx<'_>,
         args: &SessionRerunArgs,
-        _precheck: &Precheck,
+        _precheck: &Precheck<Self::Plan>,
     ) -> Result<TargetState, ToolError> {
         let row = match self
             .0
@@ -171,16 +177,10 @@ impl Tool for SessionRerun {
         &self,
         _cx: &ToolCx<'_>,
         args: &SessionRerunArgs,
-        precheck: &Precheck,
+        precheck: &Precheck<Self::Plan>,
         _state: &TargetState,
     ) -> Summary {
-        let Some(row) = precheck
-            .payload
-            .as_ref()
-            .and_then(|p| p.downcast_ref::<SessionRow>())
-        else {
-            return Summary::targets_only("session_rerun", precheck);
-        };
+        let row = &*precheck.plan;
         let label = if row.label.is_empty() {
             String::new()
         } else {
@@ -220,7 +220,7 @@ impl Tool for SessionRerun {
         &self,
         cx: &ToolCx<'_>,
         args: &SessionRerunArgs,
-        _precheck: &Precheck,
+        _precheck: &Precheck<Self::Plan>,
         state: &TargetState,
     ) -> Result<RerunReport, HandlerFailure> {
         let row = self
