@@ -28,8 +28,14 @@ pub mod write;
 
 use tc_tools::{Registry, RegistryBuildError};
 
-/// Adds the note tools to `registry`.
+/// Adds the note tools and the section tools to `registry`.
 pub fn register(registry: &mut Registry) -> Result<(), RegistryBuildError> {
+    register_notes(registry)?;
+    register_sections(registry)
+}
+
+/// Adds the whole-note tools (the family `notes`) to `registry`.
+pub fn register_notes(registry: &mut Registry) -> Result<(), RegistryBuildError> {
     registry.add(write::WriteNote)?;
     registry.add(transfer::MoveNote)?;
     registry.add(transfer::CopyNote)?;
@@ -42,6 +48,11 @@ pub fn register(registry: &mut Registry) -> Result<(), RegistryBuildError> {
     registry.add(write::CommitWikiPage)?;
     registry.add(paging::ReadNotes)?;
     registry.add(paging::ListNotes)?;
+    Ok(())
+}
+
+/// Adds the tools that read or edit part of a note (the family `sections`) to `registry`.
+pub fn register_sections(registry: &mut Registry) -> Result<(), RegistryBuildError> {
     registry.add(patch::PatchNote)?;
     registry.add(replace_in::ReplaceInNote)?;
     registry.add(outline::GetNoteOutline)?;
@@ -63,7 +74,26 @@ impl tc_tools::Family for NotesFamily {
         registry: &mut Registry,
         _setup: &tc_tools::SubsystemSetup<'_>,
     ) -> Result<(), RegistryBuildError> {
-        register(registry)
+        register_notes(registry)
+    }
+}
+
+/// The section tools as the family `sections` (spec `tools.families`): a person who wants
+/// whole-note tools only leaves it out.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SectionsFamily;
+
+impl tc_tools::Family for SectionsFamily {
+    fn name(&self) -> &'static str {
+        "sections"
+    }
+
+    fn register(
+        &self,
+        registry: &mut Registry,
+        _setup: &tc_tools::SubsystemSetup<'_>,
+    ) -> Result<(), RegistryBuildError> {
+        register_sections(registry)
     }
 }
 

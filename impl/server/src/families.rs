@@ -16,6 +16,7 @@ use crate::config::Config;
 pub fn families(config: &Config, sessions: &Arc<tc_sessions::Sessions>) -> Vec<Box<dyn Family>> {
     vec![
         Box::new(tc_notes::NotesFamily),
+        Box::new(tc_notes::SectionsFamily),
         Box::new(tc_memory::MemoryFamily::new(
             config
                 .vaults
