@@ -1,10 +1,20 @@
-//! Many notes created, changed or moved under one exact confirmation (spec/bulk.md).
+//! Many notes created or changed under one exact confirmation (spec/bulk.md): a dry run
+//! shows the plan for nothing, a real run asks once, bound to every note it touches, and
+//! reports item by item.
+//!
+//! - [`create`]: `bulk_create_notes`;
+//! - [`property`]: `bulk_set_property`.
+
+pub mod common;
+pub mod create;
+pub mod property;
 
 use tc_tools::{Registry, RegistryBuildError};
 
-/// Adds the family's tools to `registry`, in the order `tools/list` shows them.
+/// Adds the bulk tools to `registry`, in the order `tools/list` shows them.
 pub fn register(registry: &mut Registry) -> Result<(), RegistryBuildError> {
-    let _ = registry;
+    registry.add(create::BulkCreateNotes)?;
+    registry.add(property::BulkSetProperty)?;
     Ok(())
 }
 
