@@ -36,10 +36,12 @@ use crate::path::{VaultPath, VaultRoot};
 mod folders;
 mod lock;
 mod snapshots;
+mod versions;
 
 use folders::{create_parent, parent_missing};
 
-pub use snapshots::{SnapshotId, SnapshotInfo, snapshot_dir_for};
+pub use snapshots::{SnapshotId, SnapshotInfo, SnapshotKind, snapshot_dir_for};
+pub use versions::{KeptWrite, Retention};
 
 /// `[[vaults]]` as written in the config file (spec/config.md).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -125,6 +127,9 @@ pub struct Vault {
     clock: Arc<dyn Clock>,
     entropy: Arc<dyn Entropy>,
     write_lock: Mutex<()>,
+    /// The creation time of the latest snapshot this vault stored, so two snapshots taken in
+    /// the same millisecond still sort in the order they were taken.
+    last_snapshot_ms: std::sync::atomic::AtomicI64,
 }
 
 impl Vault {
@@ -165,6 +170,7 @@ impl Vault {
             clock,
             entropy,
             write_lock: Mutex::new(()),
+            last_snapshot_ms: std::sync::atomic::AtomicI64::new(i64::MIN),
         })
     }
 
@@ -348,6 +354,30 @@ impl Vault {
         from_expected: &Precondition,
         to_expected: &Precondition,
     ) -> VaultResult<()> {
+        self.rename_with(from, to, from_expected, to_expected, false)
+            .map(|_| ())
+    }
+
+    /// [`Vault::rename`] that keeps the note it replaces at `to` as a version first (spec
+    /// `versions.keep.confirmed`), under the same locks; returns that version.
+    pub fn rename_keeping(
+        &self,
+        from: &VaultPath,
+        to: &VaultPath,
+        from_expected: &Precondition,
+        to_expected: &Precondition,
+    ) -> VaultResult<Option<SnapshotInfo>> {
+        self.rename_with(from, to, from_expected, to_expected, true)
+    }
+
+    fn rename_with(
+        &self,
+        from: &VaultPath,
+        to: &VaultPath,
+        from_expected: &Precondition,
+        to_expected: &Precondition,
+        keep: bool,
+    ) -> VaultResult<Option<SnapshotInfo>> {
         let source = self.root.resolve_for_write(from)?;
         let target = self.root.resolve_for_write(to)?;
         let _held = self.lock_notes(from, &[&source, &target])?;
@@ -361,6 +391,11 @@ impl Vault {
         if *to_expected != Precondition::MustNotExist {
             self.check_locked(to, to_expected)?;
         }
+        let kept = if keep && *to_expected != Precondition::MustNotExist {
+            self.keep_locked(to, &target)?
+        } else {
+            None
+        };
         let mut folders = create_parent(to, &target)?;
         let attempt = || {
             if *to_expected == Precondition::MustNotExist {
@@ -369,16 +404,26 @@ impl Vault {
                 fs::rename(&source, &target).map_err(|e| not_found_or_io(from, "move", e))
             }
         };
-        match attempt() {
+        let moved = match attempt() {
             Err(VaultError::NoteNotFound { .. }) if parent_missing(&target) => {
-                folders.absorb(create_parent(to, &target)?);
-                attempt()?;
+                create_parent(to, &target).and_then(|more| {
+                    folders.absorb(more);
+                    attempt()
+                })
             }
-            other => other?,
+            other => other,
+        };
+        if let Err(e) = moved {
+            // Nothing was replaced: the version kept for it is not one.
+            if let Some(info) = &kept {
+                let _ = self.remove_snapshot(info);
+            }
+            return Err(e);
         }
         folders.keep();
         sync_parent(to, &target)?;
-        sync_parent(from, &source)
+        sync_parent(from, &source)?;
+        Ok(kept)
     }
 
     // r[impl vault.remove.locked]

@@ -1,5 +1,7 @@
-//! The delete snapshots `restore_note` restores from (spec `vault.snapshot.delete`,
-//! `vault.snapshot.restore`, `vault.snapshot.permanent`; spec/tools.md, spec/results.md).
+//! The snapshots `restore_note` restores from (spec `vault.snapshot.delete`,
+//! `vault.snapshot.restore`, `vault.snapshot.permanent`; spec/tools.md, spec/results.md,
+//! spec/versions.md): deleted files, and the versions `vault/versions.rs` keeps of files a
+//! confirmed call replaced.
 //!
 //! Snapshots live in a folder outside the vault (`<cacheDir>/snapshots/<vault-id>/`):
 //! deleting first renames the note aside inside its own folder, snapshots exactly the bytes
@@ -8,6 +10,7 @@
 use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
 
 use serde::{Deserialize, Serialize};
 use tc_gate::private_fs::{create_private_dir, create_private_dir_all, create_private_file};
@@ -58,12 +61,34 @@ impl From<SnapshotId> for String {
     }
 }
 
-/// One stored snapshot of a deleted note.
+/// What a snapshot holds (spec `versions.keep.confirmed`): a file a delete removed, or the
+/// content a confirmed call replaced.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SnapshotKind {
+    /// Snapshots stored before kinds were recorded are all of deleted notes.
+    #[default]
+    Deleted,
+    Replaced,
+}
+
+impl SnapshotKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SnapshotKind::Deleted => "deleted",
+            SnapshotKind::Replaced => "replaced",
+        }
+    }
+}
+
+/// One stored snapshot of a file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SnapshotInfo {
     pub id: SnapshotId,
     #[serde(with = "path_as_string")]
     pub path: VaultPath,
+    #[serde(default)]
+    pub kind: SnapshotKind,
     pub created_ms: i64,
     pub size: u64,
     pub content_hash: String,
@@ -104,7 +129,7 @@ pub fn snapshot_dir_for(cache_dir: &Path, vault_id: &str) -> VaultResult<PathBuf
     }
 }
 
-const SNAPSHOT_META: &str = "meta.json";
+pub(super) const SNAPSHOT_META: &str = "meta.json";
 const SNAPSHOT_CONTENT: &str = "content";
 /// The deleted note's permission bits, in octal, so a restore gives them back.
 const SNAPSHOT_MODE: &str = "mode";
@@ -130,7 +155,9 @@ impl Vault {
         fs::rename(&target, &aside).map_err(|e| not_found_or_io(path, "delete", e))?;
         let snapshot = fs::read(&aside)
             .map_err(|e| VaultError::io(path.as_str(), "read for snapshot", e))
-            .and_then(|bytes| self.store_snapshot(path, &bytes, file_mode(&aside)));
+            .and_then(|bytes| {
+                self.store_snapshot(path, &bytes, file_mode(&aside), SnapshotKind::Deleted)
+            });
         match snapshot {
             Ok(info) => {
                 fs::remove_file(&aside).map_err(|e| VaultError::io(path.as_str(), "delete", e))?;
@@ -176,7 +203,7 @@ impl Vault {
 
     /// The file mode the note had when it was deleted, when the snapshot recorded one
     /// (snapshots written before modes were recorded restore with the usual mode).
-    fn snapshot_mode(&self, info: &SnapshotInfo) -> Option<u32> {
+    pub(super) fn snapshot_mode(&self, info: &SnapshotInfo) -> Option<u32> {
         let text = fs::read_to_string(self.snapshot_dir.join(info.id.as_str()).join(SNAPSHOT_MODE))
             .ok()?;
         u32::from_str_radix(text.trim(), 8)
@@ -237,7 +264,7 @@ impl Vault {
         Ok(found)
     }
 
-    fn load_snapshot(&self, id: &SnapshotId) -> io::Result<SnapshotInfo> {
+    pub(super) fn load_snapshot(&self, id: &SnapshotId) -> io::Result<SnapshotInfo> {
         let meta = fs::read(self.snapshot_dir.join(id.as_str()).join(SNAPSHOT_META))?;
         let info: SnapshotInfo = serde_json::from_slice(&meta)
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
@@ -250,23 +277,33 @@ impl Vault {
         Ok(info)
     }
 
-    fn store_snapshot(
+    pub(super) fn store_snapshot(
         &self,
         path: &VaultPath,
         bytes: &[u8],
         mode: Option<u32>,
+        kind: SnapshotKind,
     ) -> VaultResult<SnapshotInfo> {
-        let created_ms = self.clock.now_ms();
+        let now = self.clock.now_ms();
+        let previous = self
+            .last_snapshot_ms
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |last| {
+                Some(now.max(last.saturating_add(1)))
+            })
+            .unwrap_or(now);
+        let created_ms = now.max(previous.saturating_add(1));
         let id = SnapshotId(format!("{:013}-{}", created_ms.max(0), self.nonce_hex()));
         let info = SnapshotInfo {
             id: id.clone(),
             path: path.clone(),
+            kind,
             created_ms,
             size: bytes.len() as u64,
             content_hash: content_hash(bytes),
         };
         let io_err = |e| VaultError::io(path.as_str(), "write snapshot", e);
         // r[impl gate.files.private]
+        // r[impl versions.private]
         // A deleted note's bytes are as private as the note: 0700 folders, 0600 files.
         create_private_dir_all(&self.snapshot_dir).map_err(io_err)?;
         // Write into a `.partial` folder and rename it into place, so a listed snapshot is
@@ -301,7 +338,7 @@ impl Vault {
 }
 
 /// The permission bits of the file at `location` (`None` where there are none to keep).
-fn file_mode(location: &Path) -> Option<u32> {
+pub(super) fn file_mode(location: &Path) -> Option<u32> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
