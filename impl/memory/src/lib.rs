@@ -15,6 +15,7 @@
 //! [`register`] opens the tables and adds the tools to a registry.
 
 pub mod config;
+mod journal;
 pub mod names;
 pub mod render;
 pub mod store;
@@ -34,6 +35,9 @@ pub const COMPONENT: &str = "memory";
 #[derive(Debug)]
 pub struct Memory {
     db: SubsystemDb,
+    /// Where a change's journal is kept (`<cache>/memory-journal`); none for an in-memory
+    /// store, whose changes a crash takes with it.
+    journal_dir: Option<std::path::PathBuf>,
     configs: BTreeMap<String, MemoryConfig>,
     default_config: MemoryConfig,
 }
@@ -77,6 +81,7 @@ impl Memory {
         }
         Ok(Memory {
             db,
+            journal_dir: None,
             configs,
             default_config: MemoryConfig::default(),
         })
@@ -89,7 +94,9 @@ impl Memory {
     ) -> Result<Self, RegistryBuildError> {
         let db = SubsystemDb::open(setup.cache_dir, COMPONENT, store::MIGRATIONS)
             .map_err(|e| RegistryBuildError::subsystem(COMPONENT, e))?;
-        Memory::new(db, configs).map_err(|e| RegistryBuildError::subsystem(COMPONENT, e))
+        Memory::new(db, configs)
+            .map(|memory| memory.journaled_in(setup.cache_dir.join("memory-journal")))
+            .map_err(|e| RegistryBuildError::subsystem(COMPONENT, e))
     }
 
     /// The memory tables in a private in-memory database (tests, benchmarks).
@@ -108,6 +115,18 @@ impl Memory {
 
     pub(crate) fn db(&self) -> &SubsystemDb {
         &self.db
+    }
+
+    /// The same memory, journaling its changes in `dir` (spec `memory.sync.recovered`).
+    pub fn journaled_in(mut self, dir: std::path::PathBuf) -> Self {
+        self.journal_dir = Some(dir);
+        self
+    }
+
+    pub(crate) fn journal(&self, vault: &str) -> Option<journal::Journal> {
+        self.journal_dir
+            .as_deref()
+            .map(|dir| journal::Journal::of(dir, vault))
     }
 }
 

@@ -15,12 +15,16 @@ use rusqlite::{Connection, OptionalExtension, Row, params};
 use serde::{Deserialize, Serialize};
 
 /// The migrations of the memory tables (append only).
-pub const MIGRATIONS: &[&str] = &[V1, V2];
+pub const MIGRATIONS: &[&str] = &[V1, V2, V3];
 
 /// A deleted entity's words leave the full-text index at once (FTS5's secure-delete
 /// option) instead of lingering in older segments: a permanent delete leaves no
 /// observation in cache.db (spec `memory.delete.permanent-gone`).
 const V2: &str = "INSERT INTO memory_fts (memory_fts, rank) VALUES ('secure-delete', 1);";
+
+/// The ids of committed changes whose journal may still be on disk (spec
+/// `memory.sync.recovered`): a journal whose id is here belongs to a change that happened.
+const V3: &str = "CREATE TABLE memory_commits (id TEXT PRIMARY KEY NOT NULL) STRICT;";
 
 const V1: &str = "
 CREATE TABLE memory_entities (

@@ -11,7 +11,9 @@
 //! runs it again ([`Mode::Apply`]), writes the notes (each under its note lock, only if it
 //! is still as planned), records what it wrote, and commits. A write that fails undoes the
 //! notes written before it, and the transaction rolls back, so the store and the notes
-//! never disagree about a change that was refused.
+//! never disagree about a change that was refused. A process killed between the note writes
+//! and the commit is recovered from the change's journal ([`crate::journal`]) by the next
+//! change of the vault.
 
 use std::collections::BTreeSet;
 
@@ -236,10 +238,16 @@ pub(crate) fn transact<T>(
     finish: Option<Finish<'_>>,
 ) -> Result<Outcome<T>, HandlerFailure> {
     let folder = folder(memory, cx)?;
+    let journal = memory.journal(cx.vault().id());
     let mut guard = memory.db().lock();
     let tx = guard
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .map_err(db_error)?;
+    // Holding the write lock, no change of this vault is in flight: a journal left now is
+    // a crashed one's.
+    if let Some(journal) = &journal {
+        journal.recover(cx, &tx)?;
+    }
     let changed = change(&tx)?;
     // Every note gets its path first, so each note rendered after links to the others.
     let mut entities = Vec::new();
@@ -304,7 +312,11 @@ pub(crate) fn transact<T>(
             .map_err(HandlerFailure::ConventionBlockedBeforeWrite)?;
     }
     let mut written: Vec<(NotePlan, NoteWritten)> = Vec::new();
+    let mut journal_id = None;
     let result = (|| -> Result<(), HandlerFailure> {
+        if let (Some(journal), false) = (&journal, plans.is_empty()) {
+            journal_id = Some(journal.begin(&tx, &plans)?);
+        }
         for plan in &plans {
             let outcome = write_planned(cx, plan)?;
             written.push((plan.clone(), outcome));
@@ -317,7 +329,17 @@ pub(crate) fn transact<T>(
     })();
     if let Err(failure) = result {
         undo(cx, &written);
+        if let Some(journal) = &journal {
+            // The transaction rolls back and the notes are put back: nothing to recover.
+            let _ = journal.remove();
+        }
         return Err(failure);
+    }
+    if let (Some(journal), Some(id)) = (&journal, &journal_id)
+        && journal.finish(&guard, id).is_err()
+    {
+        // Committed all the same: the next change finds the journal's id committed.
+        tracing::warn!("memory: a committed change's journal could not be removed");
     }
     let (plans, written) = written.into_iter().unzip();
     Ok(Outcome {
@@ -538,5 +560,108 @@ mod tests {
             matches!(error, HandlerFailure::Failed(ref e) if e.code == ErrorCode::ConcurrentModification)
         );
         assert_eq!(temp.get("memory/person/A.md"), before.0);
+    }
+
+    // r[verify memory.sync.recovered]
+    #[test]
+    fn a_change_killed_after_writing_is_rolled_back_by_the_next_change() {
+        let temp = TempVault::new();
+        let secret = ServerSecret::ephemeral(&SeededEntropy::new(1));
+        let vault = temp.open(snapshot_dir_for(&temp.cache(), "main").unwrap(), 1);
+        let binding = binding(vault, &temp.cache(), &secret, None, &[]);
+        let who = caller();
+        let paging = PagingSetup {
+            codec: CursorCodec::new(&secret),
+            limits: PageLimits::new(1 << 16),
+        };
+        let control = CallControl::default();
+        let cx = ToolCx {
+            binding: &binding,
+            caller: &who,
+            clock: &temp.clock,
+            paging: &paging,
+            control: &control,
+        };
+        let memory = Memory::in_memory([])
+            .unwrap()
+            .journaled_in(temp.cache().join("memory-journal"));
+        let (a, b) = {
+            let conn = memory.db().lock();
+            (
+                store::insert(&conn, &entity("A")).unwrap().id,
+                store::insert(&conn, &entity("B")).unwrap().id,
+            )
+        };
+        let knows = Relation {
+            source: a,
+            target: b,
+            relation: "knows".into(),
+        };
+        let declared = [
+            VaultPath::parse("memory/person/A.md").unwrap(),
+            VaultPath::parse("memory/person/B.md").unwrap(),
+        ];
+        let apply = Mode::Apply {
+            declared: &declared,
+        };
+        let relate = |conn: &Connection| {
+            store::relate(conn, &knows, 1).map_err(db_error)?;
+            Ok(Changed {
+                value: (),
+                render: vec![a, b],
+            })
+        };
+        transact(&memory, &cx, apply, relate, None).unwrap();
+        let before = (
+            temp.get("memory/person/A.md"),
+            temp.get("memory/person/B.md"),
+        );
+        let journal = temp.cache().join("memory-journal");
+        assert_eq!(
+            std::fs::read_dir(&journal).unwrap().count(),
+            0,
+            "a committed change leaves no journal"
+        );
+
+        // The process dies after writing both notes, before the commit: a panic unwinds past
+        // the undo, as a kill would skip it.
+        let unrelate = |conn: &Connection| {
+            store::unrelate(conn, &knows).map_err(db_error)?;
+            Ok(Changed {
+                value: (),
+                render: vec![a, b],
+            })
+        };
+        let killed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let mut die = |_: &Connection| -> Result<(), HandlerFailure> {
+                panic!("killed between the note writes and the commit")
+            };
+            let _ = transact(&memory, &cx, apply, unrelate, Some(&mut die));
+        }));
+        assert!(killed.is_err());
+        assert_ne!(
+            temp.get("memory/person/A.md"),
+            before.0,
+            "written, not committed"
+        );
+        assert_eq!(std::fs::read_dir(&journal).unwrap().count(), 1);
+
+        // The next change of the vault puts the notes back first, so it does not find them
+        // edited by hand, and then applies.
+        let observe = |conn: &Connection| {
+            let mut entity = store::get(conn, "main", a).unwrap().unwrap();
+            entity.observations.push("A was here".into());
+            store::update(conn, &entity).map_err(db_error)?;
+            Ok(Changed {
+                value: (),
+                render: vec![a],
+            })
+        };
+        transact(&memory, &cx, apply, observe, None).unwrap();
+        let now = temp.get("memory/person/A.md").unwrap();
+        assert!(now.contains("A was here"), "{now}");
+        assert!(now.contains("knows [[memory/person/B|B]]"), "{now}");
+        assert_eq!(temp.get("memory/person/B.md"), before.1);
+        assert_eq!(std::fs::read_dir(&journal).unwrap().count(), 0);
     }
 }
