@@ -51,7 +51,7 @@ async fn the_server_is_built_from_its_families_and_serves_what_tools_families_na
     assert_eq!(
         names,
         [
-            "notes", "sections", "memory", "bridge", "ocr", "search", "git", "sessions"
+            "notes", "sections", "memory", "bridge", "ocr", "search", "git", "sessions", "bulk"
         ]
     );
     // Every served tool comes from exactly one family, and nothing else registers one.
@@ -115,7 +115,10 @@ fn tools_families_naming_no_family_is_refused_at_start_up_with_the_names() {
         message.starts_with("tools.families names `periodical`"),
         "{message}"
     );
-    assert!(message.contains("notes, sections, memory, bridge"), "{message}");
+    assert!(
+        message.contains("notes, sections, memory, bridge"),
+        "{message}"
+    );
 }
 
 /// A family a new crate would add: one type implementing [`Family`].

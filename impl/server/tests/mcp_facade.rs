@@ -455,6 +455,28 @@ fn cases() -> Vec<DriftCase> {
             args: || json!({"path": "r.md", "find": "teh", "replace": "the"}),
             change: |v| put(v, "r.md", "teh cat\nteh dog\n"),
         },
+        DriftCase {
+            tool: "bulk_create_notes",
+            setup: |v| put(v, "n/1.md", "old"),
+            args: || {
+                json!({"mode": "upsert", "items": [
+                    {"path": "n/1.md", "content": "new"}, {"path": "n/2.md", "content": "two"}]})
+            },
+            // A note appearing at a free path is drift, like a changed one.
+            change: |v| put(v, "n/2.md", "written by hand"),
+        },
+        DriftCase {
+            tool: "bulk_set_property",
+            setup: |v| {
+                for i in 0..30 {
+                    put(v, &format!("m/{i}.md"), "---\nstatus: todo\n---\n");
+                }
+            },
+            args: || json!({"folder": "m", "key": "status", "value": "done"}),
+            change: |v| put(v, "m/17.md", "---\nstatus: todo\n---\nedited\n"),
+        },
+        // Each gated tool of a family adds its case here: one entry drives it through every
+        // route, directly and through call_capability.
     ]
 }
 
@@ -583,6 +605,73 @@ async fn a_target_changed_while_the_shim_prompt_is_open_is_replay_drift_for_ever
         client.during_prompt = Some(Arc::new(move || change(&vault)));
         let client = connect(shim, client).await;
         let stale = failure(&call(&client, "call_capability", call_args).await);
+        assert_eq!(stale["code"], "replay_drift", "{}: {stale}", case.tool);
+        assert_eq!(client.service().prompts(), 1, "{}", case.tool);
+    }
+}
+
+/// Prepares a case on a fresh flat server; returns the harness and the tool's own arguments.
+fn prepared_flat(case: &DriftCase) -> (Harness, Value) {
+    let h = Harness::new();
+    (case.setup)(&h.vault);
+    (h, (case.args)())
+}
+
+// r[verify drift.every-route]
+#[tokio::test]
+async fn a_stale_token_is_replay_drift_for_every_case_called_directly() {
+    for case in cases() {
+        let (h, args) = prepared_flat(&case);
+        let client = connect(h.core.clone(), legacy(Reply::Approve)).await;
+        let refused = failure(&call(&client, case.tool, args.clone()).await);
+        assert_eq!(
+            refused["code"], "elicit_required",
+            "{}: {refused}",
+            case.tool
+        );
+        let token = h.mint(&refused, "stdio");
+        (case.change)(&h.vault);
+        let before = files(&h.vault);
+        let mut with_token = args.clone();
+        with_token["elicit_token"] = json!(token);
+        let stale = failure(&call(&client, case.tool, with_token).await);
+        assert_eq!(stale["code"], "replay_drift", "{}: {stale}", case.tool);
+        assert_eq!(files(&h.vault), before, "{}: nothing applied", case.tool);
+    }
+}
+
+// r[verify drift.every-route]
+#[tokio::test]
+async fn a_stale_request_state_is_replay_drift_for_every_case_called_directly() {
+    for case in cases() {
+        let (h, args) = prepared_flat(&case);
+        let client = connect(h.core.clone(), modern(Reply::Approve)).await;
+        let asked = match call_once(&client, case.tool, args.clone()).await {
+            CallToolResponse::InputRequired(asked) => asked,
+            other => panic!("{}: expected input_required, got {other:?}", case.tool),
+        };
+        (case.change)(&h.vault);
+        let before = files(&h.vault);
+        let stale = failure(&complete(
+            resubmit(&client, case.tool, args.clone(), asked.request_state).await,
+        ));
+        assert_eq!(stale["code"], "replay_drift", "{}: {stale}", case.tool);
+        assert_eq!(files(&h.vault), before, "{}: nothing applied", case.tool);
+    }
+}
+
+// r[verify drift.every-route]
+#[tokio::test]
+async fn a_target_changed_while_the_shim_prompt_is_open_is_replay_drift_called_directly() {
+    for case in cases() {
+        let (h, args) = prepared_flat(&case);
+        let shim = h.sibling(|_| {}, true);
+        let mut client = legacy(Reply::Approve);
+        let vault = h.vault.clone();
+        let change = case.change;
+        client.during_prompt = Some(Arc::new(move || change(&vault)));
+        let client = connect(shim, client).await;
+        let stale = failure(&call(&client, case.tool, args).await);
         assert_eq!(stale["code"], "replay_drift", "{}: {stale}", case.tool);
         assert_eq!(client.service().prompts(), 1, "{}", case.tool);
     }
