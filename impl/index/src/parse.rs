@@ -125,19 +125,119 @@ fn heading_of(line: &str) -> Option<Heading> {
     })
 }
 
-/// The line without its inline code spans (a tag inside `code` is not a tag).
-fn without_code_spans(line: &str) -> String {
-    let mut out = String::with_capacity(line.len());
-    let mut in_code = false;
-    for ch in line.chars() {
-        if ch == '`' {
-            in_code = !in_code;
-            out.push(' ');
-        } else if !in_code {
-            out.push(ch);
+// r[impl metadata.tags.inline]
+/// The byte ranges of a line's inline tags, without their `#` or a trailing `/`: a `#`
+/// at the start or after whitespace, `(`, `,` or `;`, then letters, digits, `_`, `-`, `/`,
+/// with at least one character that is not a digit. Nothing inside a code span, a wikilink,
+/// a Markdown link's destination or a URL is a tag; those spans are masked with a byte that
+/// neither starts nor ends a tag, so the ranges are the line's own.
+pub fn line_tag_spans(line: &str) -> Vec<std::ops::Range<usize>> {
+    if !line.contains('#') {
+        return Vec::new();
+    }
+    let bytes = line.as_bytes();
+    let mut masked = bytes.to_vec();
+    let mut mask = |from: usize, to: usize| masked[from..to].fill(0x01);
+    let mut at = 0;
+    while at < bytes.len() {
+        let rest = &line[at..];
+        let end = if rest.starts_with('`') {
+            let run = rest.bytes().take_while(|&b| b == b'`').count();
+            match code_span_end(rest, run) {
+                Some(end) => at + end,
+                None => {
+                    // A run of backticks with no closing run of the same length is text.
+                    at += run;
+                    continue;
+                }
+            }
+        } else if rest.starts_with("[[") {
+            rest.find("]]").map_or(at + 2, |e| at + e + 2)
+        } else if rest.starts_with("](") {
+            rest.find(')').map_or(at + 2, |e| at + e + 1)
+        } else if let Some(scheme) = url_scheme_len(line, at) {
+            at + scheme
+                + rest[scheme..]
+                    .find(char::is_whitespace)
+                    .unwrap_or(rest.len() - scheme)
+        } else {
+            at += rest.chars().next().map_or(1, char::len_utf8);
+            continue;
+        };
+        mask(at, end);
+        at = end;
+    }
+    let masked = String::from_utf8(masked).unwrap_or_default();
+    INLINE_TAG
+        .captures_iter(&masked)
+        .filter_map(|found| {
+            let range = found.get(1)?.range();
+            let text = line[range.clone()].trim_end_matches('/');
+            (!text.is_empty() && !text.chars().all(|c| c.is_ascii_digit()))
+                .then(|| range.start..range.start + text.len())
+        })
+        .collect()
+}
+
+/// Where a code span opened by `run` backticks at the start of `rest` ends: after the next
+/// run of exactly as many backticks.
+fn code_span_end(rest: &str, run: usize) -> Option<usize> {
+    let bytes = rest.as_bytes();
+    let mut at = run;
+    while at < bytes.len() {
+        if bytes[at] == b'`' {
+            let close = bytes[at..].iter().take_while(|&&b| b == b'`').count();
+            if close == run {
+                return Some(at + close);
+            }
+            at += close;
+        } else {
+            at += 1;
         }
     }
-    out
+    None
+}
+
+/// The length of `scheme://` when a URL starts at `at` (a word start followed by `://`).
+fn url_scheme_len(line: &str, at: usize) -> Option<usize> {
+    let rest = &line[at..];
+    let word = rest
+        .bytes()
+        .take_while(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.'))
+        .count();
+    let starts_word = at == 0 || !line.as_bytes()[at - 1].is_ascii_alphanumeric();
+    (word > 0 && starts_word && rest[word..].starts_with("://")).then_some(word + 3)
+}
+
+/// The byte ranges of a note body's inline tags (as [`line_tag_spans`]), fenced code
+/// blocks left out; the ranges are into `body`.
+pub fn inline_tag_spans(body: &str) -> Vec<std::ops::Range<usize>> {
+    let mut spans = Vec::new();
+    let mut fence: Option<(u8, usize)> = None;
+    let mut start = 0;
+    for raw in body.split_inclusive('\n') {
+        let line = raw.trim_end_matches(['\n', '\r']);
+        if let Some((ch, len)) = fence {
+            if closes_fence(line, ch, len) {
+                fence = None;
+            }
+        } else if let Some(marker) = fence_marker(line) {
+            fence = Some(marker);
+        } else {
+            spans.extend(
+                line_tag_spans(line)
+                    .into_iter()
+                    .map(|r| r.start + start..r.end + start),
+            );
+        }
+        start += raw.len();
+    }
+    spans
+}
+
+fn closes_fence(line: &str, ch: u8, len: usize) -> bool {
+    fence_marker(line).is_some_and(|(c, l)| c == ch && l >= len)
+        && line.trim().bytes().all(|b| b == ch)
 }
 
 fn push_tag(tags: &mut Vec<String>, raw: &str) {
@@ -259,9 +359,7 @@ pub fn analyze(bytes: &[u8]) -> NoteFacts {
     let mut fence: Option<(u8, usize)> = None;
     for line in body.lines() {
         if let Some((ch, len)) = fence {
-            if fence_marker(line).is_some_and(|(c, l)| c == ch && l >= len)
-                && line.trim().bytes().all(|b| b == ch)
-            {
+            if closes_fence(line, ch, len) {
                 fence = None;
             }
             paragraph.push_str(line);
@@ -273,6 +371,9 @@ pub fn analyze(bytes: &[u8]) -> NoteFacts {
             paragraph.push_str(line);
             paragraph.push('\n');
             continue;
+        }
+        for range in line_tag_spans(line) {
+            push_tag(&mut tags, &line[range]);
         }
         if let Some(heading) = heading_of(line) {
             chunker.paragraph(&paragraph);
@@ -287,9 +388,6 @@ pub fn analyze(bytes: &[u8]) -> NoteFacts {
                 .join(" > ");
             headings.push(heading);
             continue;
-        }
-        for found in INLINE_TAG.captures_iter(&without_code_spans(line)) {
-            push_tag(&mut tags, &found[1]);
         }
         if line.trim().is_empty() {
             chunker.paragraph(&paragraph);

@@ -1,11 +1,18 @@
 //! The vault's metadata as tools, answered from its index: tags, properties, links and
 //! recent changes (spec/metadata.md).
 
+pub mod tags;
+
 use tc_tools::{Registry, RegistryBuildError};
 
 /// Adds the family's tools to `registry`, in the order `tools/list` shows them.
 pub fn register(registry: &mut Registry) -> Result<(), RegistryBuildError> {
-    let _ = registry;
+    registry.add(tags::ListTags)?;
+    registry.add(tags::GetNoteTags)?;
+    registry.add(tags::FindNotesByTag)?;
+    registry.add(tags::AddTag)?;
+    registry.add(tags::RemoveTag)?;
+    registry.add(tags::RenameTag)?;
     Ok(())
 }
 

@@ -1,0 +1,206 @@
+//! The tag reading tools on an indexed vault (spec/metadata.md `metadata.tags.*`,
+//! `metadata.list-tags`, `metadata.get-note-tags`, `metadata.find-notes-by-tag`).
+
+mod tags_support;
+
+use serde_json::json;
+use tags_support::{Fx, code, indexed, paths, strings, tag_counts, vault_of};
+use tc_tools::ErrorCode;
+use tc_vault::acl::AclConfig;
+
+fn person_vault() -> Fx {
+    vault_of(&[
+        (
+            "notes/plan.md",
+            "---\ntags: [Project/Alpha, area/work]  # a comment\n---\n# Plan #Idea\nSee `#notatag` and [[Other#heading]] and [x](#anchor) https://x.y/#frag #2024\n",
+        ),
+        (
+            "notes/daily.md",
+            "---\ntag: project, journal\n---\nToday #project/beta and #idea.\n```\n#fenced\n```\n",
+        ),
+        ("notes/other.md", "Nothing tagged here (#projects) ;#idea\n"),
+        (
+            "private/secret.md",
+            "---\ntags:\n  - hidden\n  - project/alpha\n---\n#idea\n",
+        ),
+    ])
+}
+
+// r[verify metadata.tags.sources]
+// r[verify metadata.tags.inline]
+// r[verify metadata.list-tags]
+#[test]
+fn list_tags_counts_notes_per_tag_and_under_each_ancestor() {
+    let fx = person_vault();
+    let out = fx.call("list_tags", json!({})).unwrap();
+    assert_eq!(
+        tag_counts(&out),
+        [
+            ("area".to_owned(), 1),
+            ("area/work".to_owned(), 1),
+            ("hidden".to_owned(), 1),
+            ("idea".to_owned(), 4),
+            ("journal".to_owned(), 1),
+            ("project".to_owned(), 3),
+            ("project/alpha".to_owned(), 2),
+            ("project/beta".to_owned(), 1),
+            ("projects".to_owned(), 1),
+        ]
+    );
+    assert!(out["next_cursor"].is_null());
+    // folder and prefix (a leading # is allowed, the case ignored).
+    let out = fx
+        .call("list_tags", json!({"folder": "notes", "prefix": "#Proj"}))
+        .unwrap();
+    assert_eq!(
+        tag_counts(&out),
+        [
+            ("project".to_owned(), 2),
+            ("project/alpha".to_owned(), 1),
+            ("project/beta".to_owned(), 1),
+            ("projects".to_owned(), 1),
+        ]
+    );
+}
+
+// r[verify metadata.tags.acl]
+#[test]
+fn what_the_folder_acl_hides_is_neither_listed_nor_counted() {
+    let acl = AclConfig {
+        read_paths: Some(vec!["notes/**".to_owned()]),
+        ..AclConfig::default()
+    };
+    let fx = Fx::with(Some(acl), Vec::new());
+    fx.put("notes/a.md", "#idea #project/alpha\n");
+    fx.put("private/secret.md", "#hidden #idea #project/alpha/x\n");
+    indexed(&fx);
+    let out = fx.call("list_tags", json!({})).unwrap();
+    assert_eq!(
+        tag_counts(&out),
+        [
+            ("idea".to_owned(), 1),
+            ("project".to_owned(), 1),
+            ("project/alpha".to_owned(), 1),
+        ]
+    );
+    let found = fx
+        .call("find_notes_by_tag", json!({"tag": "project"}))
+        .unwrap();
+    assert_eq!(paths(&found), ["notes/a.md"]);
+    assert_eq!(
+        code(fx.call("get_note_tags", json!({"path": "private/secret.md"}))),
+        ErrorCode::AclDenied
+    );
+}
+
+// r[verify metadata.get-note-tags]
+#[test]
+fn get_note_tags_gives_the_note_s_tags_from_the_index() {
+    let fx = person_vault();
+    let out = fx
+        .call("get_note_tags", json!({"path": "notes/plan.md"}))
+        .unwrap();
+    assert_eq!(
+        strings(&out, "tags"),
+        ["area/work", "idea", "project/alpha"]
+    );
+    // An edit made behind the server's back is seen by the next call.
+    fx.put("notes/plan.md", "#fresh\n");
+    let out = fx
+        .call("get_note_tags", json!({"path": "notes/plan.md"}))
+        .unwrap();
+    assert_eq!(strings(&out, "tags"), ["fresh"]);
+    assert_eq!(
+        code(fx.call("get_note_tags", json!({"path": "notes/none.md"}))),
+        ErrorCode::NoteNotFound
+    );
+}
+
+// r[verify metadata.find-notes-by-tag]
+// r[verify metadata.tags.argument]
+#[test]
+fn find_notes_by_tag_is_hierarchical_and_exact_on_segments() {
+    let fx = person_vault();
+    let out = fx
+        .call("find_notes_by_tag", json!({"tag": "#PROJECT"}))
+        .unwrap();
+    assert_eq!(
+        paths(&out),
+        ["notes/daily.md", "notes/plan.md", "private/secret.md"]
+    );
+    assert_eq!(out["notes"][0]["tags"], json!(["project", "project/beta"]));
+    let out = fx
+        .call(
+            "find_notes_by_tag",
+            json!({"tag": "project/alpha", "folder": "notes"}),
+        )
+        .unwrap();
+    assert_eq!(paths(&out), ["notes/plan.md"]);
+    for bad in ["", "#", "2024", "a b", "a//b", "/a"] {
+        assert_eq!(
+            code(fx.call("find_notes_by_tag", json!({"tag": bad}))),
+            ErrorCode::ValidationError,
+            "{bad:?}"
+        );
+    }
+}
+
+// r[verify metadata.list-tags]
+// r[verify metadata.find-notes-by-tag]
+#[test]
+fn long_listings_page_with_a_cursor_bound_to_the_request() {
+    let fx = Fx::new();
+    let long = "x".repeat(200);
+    for i in 0..400 {
+        fx.put(
+            &format!("n/{i:04}.md"),
+            &format!("#t{i:04}{long} #common\n"),
+        );
+    }
+    indexed(&fx);
+    let mut all = Vec::new();
+    let mut cursor = None::<String>;
+    let mut pages = 0;
+    loop {
+        let mut args = json!({});
+        if let Some(c) = &cursor {
+            args["cursor"] = json!(c);
+        }
+        let out = fx.call("list_tags", args).unwrap();
+        assert!(out.to_string().len() < 64 * 1024);
+        all.extend(tag_counts(&out));
+        pages += 1;
+        match out["next_cursor"].as_str() {
+            Some(c) => cursor = Some(c.to_owned()),
+            None => break,
+        }
+    }
+    assert!(pages > 1, "{pages}");
+    assert_eq!(all.len(), 401);
+    assert_eq!(all[0], ("common".to_owned(), 400));
+    assert!(all.windows(2).all(|w| w[0].0 < w[1].0));
+    // A cursor of list_tags is refused for another request.
+    let first = fx.call("list_tags", json!({})).unwrap();
+    let token = first["next_cursor"].as_str().unwrap();
+    assert_eq!(
+        code(fx.call("list_tags", json!({"prefix": "t", "cursor": token}))),
+        ErrorCode::InvalidInput
+    );
+    // find_notes_by_tag pages by path.
+    let mut found = Vec::new();
+    let mut cursor = None::<String>;
+    loop {
+        let mut args = json!({"tag": "common"});
+        if let Some(c) = &cursor {
+            args["cursor"] = json!(c);
+        }
+        let out = fx.call("find_notes_by_tag", args).unwrap();
+        found.extend(paths(&out));
+        match out["next_cursor"].as_str() {
+            Some(c) => cursor = Some(c.to_owned()),
+            None => break,
+        }
+    }
+    assert_eq!(found.len(), 400);
+    assert!(found.windows(2).all(|w| w[0] < w[1]));
+}
