@@ -50,7 +50,7 @@ pub struct CreateItem {
     pub path: String,
     #[serde(default)]
     pub content: String,
-    /// Frontmatter keys merged into the content's own block (one is added if it has none).
+    /// Keys merged into the content's frontmatter.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub frontmatter: Option<Map<String, Value>>,
 }
@@ -60,6 +60,7 @@ pub struct CreateItem {
 pub struct BulkCreateNotesArgs {
     /// The notes, at most 1000.
     pub items: Vec<CreateItem>,
+    /// create: every path free; overwrite: every path a note; upsert: either.
     #[serde(default)]
     pub mode: CreateMode,
     /// Only report the plan (free).
@@ -175,7 +176,7 @@ impl Tool for BulkCreateNotes {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "bulk_create_notes",
-            description: "Write up to 1000 notes in one call (mode create, overwrite or upsert). dry_run shows the plan for free; a real run asks the human once for all of them.",
+            description: "Write up to 1000 notes in one call. dry_run shows the plan for free; a real run asks the human once for all of them.",
             annotations: Annotations::writes(true, true),
             scopes: &["write:notes", "bulk:notes"],
             changes_notes: true,

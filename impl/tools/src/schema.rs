@@ -21,10 +21,10 @@ use serde_json::{Map, Value, json};
 use crate::error::{ErrorCode, ToolError, cut_text};
 
 /// The description of the common `vault` argument.
-pub const VAULT_DESCRIPTION: &str = "Vault id; optional when one vault is served.";
+pub const VAULT_DESCRIPTION: &str = "Vault id; optional with one vault.";
 /// The description of the common `elicit_token` argument.
 pub const ELICIT_TOKEN_DESCRIPTION: &str =
-    "Token from `obsidian-tc elicit` for this exact call; only a human can mint one.";
+    "Token a human minted with `obsidian-tc elicit` for this call.";
 
 fn generator() -> SchemaGenerator {
     SchemaSettings::draft2020_12()
@@ -161,7 +161,15 @@ fn strict_types(schema: &mut Value) {
                             properties.values_mut().for_each(strict_types);
                         }
                     }
-                    "items" | "additionalProperties" => strict_types(inner),
+                    // An array item's description is its type's doc comment; the array's own
+                    // description says what the items are.
+                    "items" => {
+                        if let Value::Object(item) = inner {
+                            item.remove("description");
+                        }
+                        strict_types(inner)
+                    }
+                    "additionalProperties" => strict_types(inner),
                     _ => {}
                 }
             }
@@ -247,13 +255,9 @@ fn compact_output(schema: &Value, depth: usize) -> Value {
             .iter()
             .map(|(name, inner)| (name.clone(), compact_output(inner, depth + 1)))
             .collect();
+        // Which fields are always there is left out: a result is self-describing JSON, and
+        // the list would cost every agent its bytes on every session.
         out.insert("properties".into(), Value::Object(compacted));
-        if let Some(required) = map
-            .get("required")
-            .filter(|r| r.as_array().is_some_and(|a| !a.is_empty()))
-        {
-            out.insert("required".into(), required.clone());
-        }
     }
     if let Some(items) = map.get("items") {
         // An array's items are one level below the array's field.
