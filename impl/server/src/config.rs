@@ -30,16 +30,15 @@ use paths::*;
 pub const DEFAULT_ELICIT_TTL_SECONDS: i64 = tc_gate::GateConfig::DEFAULT_TTL_SECONDS;
 /// The default cap on one tool response, in bytes.
 pub const DEFAULT_MAX_RESPONSE_BYTES: u64 = tc_gate::governor::DEFAULT_MAX_RESPONSE_BYTES as u64;
-/// The smallest `governor.maxResponseBytes` accepted (spec `config.governor.minimum`): 128 KiB.
+/// The smallest `governor.maxResponseBytes` accepted (spec `config.governor.floor`): 16 KiB.
 ///
-/// `read_notes` pages instead of overflowing, but a page's first entry is emitted even when
-/// it alone is over the budget, so the cap must hold the largest single entry as sent. That
-/// is an `errors` entry for a 4,096-byte path of characters JSON escapes (`"`), which names
-/// the path three times (`path`, the message's quoted path, `details.path`), each doubled by
-/// the JSON escape and doubled again by the text copy, plus the envelope, a cursor for that
-/// path and the 256-byte frame: 99,002 bytes as sent, measured by
-/// `tests/governor_minimum.rs`; 131,072 leaves a margin over it.
-pub const MIN_MAX_RESPONSE_BYTES: u64 = 131_072;
+/// A paged tool pages instead of overflowing because every entry of a page fits any accepted
+/// cap: an entry whose path alone would not (a 4,096-byte path of characters JSON escapes
+/// costs about 24,000 bytes as sent, escaped once in the result and again in its text copy)
+/// is reported with its path shortened (spec `paging.errors.path-shortened`), and the cursor
+/// after it, at most about 11,000 bytes in both copies, leaves room for that entry.
+/// `tests/governor_minimum.rs` walks such a vault at this cap.
+pub const MIN_MAX_RESPONSE_BYTES: u64 = 16_384;
 /// The folder under `$XDG_CACHE_HOME` or `~/.cache` that holds the default cache directory.
 pub const CACHE_DIR_NAME: &str = "obsidian-tc";
 /// HS256 keys shorter than the hash output weaken the MAC (RFC 7518 §3.2 asks for ≥ 256 bits).
@@ -133,9 +132,18 @@ pub struct GovernorConfig {
     #[serde(default = "default_max_response_bytes")]
     pub max_response_bytes: u64,
     /// `pageBytes`: the budget of one page of a paged tool as sent, at most
-    /// `maxResponseBytes` (spec `config.governor.page-bytes`).
-    #[serde(default = "default_page_bytes")]
-    pub page_bytes: u64,
+    /// `maxResponseBytes` (spec `config.governor.page-bytes`); absent, the smaller of
+    /// [`DEFAULT_PAGE_BYTES`] and `maxResponseBytes`.
+    #[serde(default)]
+    pub page_bytes: Option<u64>,
+}
+
+impl GovernorConfig {
+    /// The page budget in force: the configured one, or the default held under the cap.
+    pub fn page_bytes(&self) -> u64 {
+        self.page_bytes
+            .unwrap_or(DEFAULT_PAGE_BYTES.min(self.max_response_bytes))
+    }
 }
 
 /// The default budget of one page: what Claude Code shows inline (50,000 characters) and
@@ -144,15 +152,11 @@ pub const DEFAULT_PAGE_BYTES: u64 = 40_000;
 /// The smallest `governor.pageBytes` accepted.
 pub const MIN_PAGE_BYTES: u64 = 4_096;
 
-fn default_page_bytes() -> u64 {
-    DEFAULT_PAGE_BYTES
-}
-
 impl Default for GovernorConfig {
     fn default() -> Self {
         GovernorConfig {
             max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
-            page_bytes: DEFAULT_PAGE_BYTES,
+            page_bytes: None,
         }
     }
 }

@@ -303,7 +303,7 @@ impl ServerCore {
             codec: CursorCodec::new(parts.secret),
             limits: PageLimits::with_page_bytes(
                 cap,
-                usize::try_from(config.governor.page_bytes).unwrap_or(cap),
+                usize::try_from(config.governor.page_bytes()).unwrap_or(cap),
             ),
         };
         let facade = Facade::new(config.tool_facade.mode, &registry);

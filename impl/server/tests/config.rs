@@ -208,11 +208,11 @@ fn a_zero_response_cap_is_refused() {
     assert_eq!(error.key(), Some("governor.maxResponseBytes"));
 }
 
-// r[verify config.governor.minimum]
+// r[verify config.governor.floor]
 #[test]
 fn a_response_cap_below_the_minimum_is_refused() {
     let dir = workspace();
-    for cap in [1, 2500, 16_384, MIN_MAX_RESPONSE_BYTES - 1] {
+    for cap in [1, 2500, 16_383, MIN_MAX_RESPONSE_BYTES - 1] {
         let error = parse_in(
             dir.path(),
             &format!("[governor]\nmaxResponseBytes = {cap}\n"),
@@ -616,9 +616,12 @@ fn tools_families_is_a_list_of_names_and_its_table_names_an_unknown_key() {
 fn page_bytes_defaults_to_forty_thousand_and_stays_under_the_cap() {
     let dir = workspace();
     assert_eq!(
-        parse_in(dir.path(), "").unwrap().governor.page_bytes,
+        parse_in(dir.path(), "").unwrap().governor.page_bytes(),
         40_000
     );
+    // Under a smaller cap the default page is the cap.
+    let small = parse_in(dir.path(), "[governor]\nmaxResponseBytes = 16384\n").unwrap();
+    assert_eq!(small.governor.page_bytes(), 16_384);
     let over = parse_in(
         dir.path(),
         "[governor]\nmaxResponseBytes = 200000\npageBytes = 300000\n",
@@ -628,5 +631,5 @@ fn page_bytes_defaults_to_forty_thousand_and_stays_under_the_cap() {
     let under = parse_in(dir.path(), "[governor]\npageBytes = 100\n").unwrap_err();
     assert_eq!(under.key(), Some("governor.pageBytes"), "{under}");
     let set = parse_in(dir.path(), "[governor]\npageBytes = 20000\n").unwrap();
-    assert_eq!(set.governor.page_bytes, 20_000);
+    assert_eq!(set.governor.page_bytes(), 20_000);
 }

@@ -1,6 +1,6 @@
 //! `governor.maxResponseBytes` at its documented minimum: `read_notes` pages a vault with a
 //! 4,096-byte path, long walked paths and a note over the cap without ever answering
-//! `overflow` (spec `config.governor.minimum`, `paging.read-notes.no-overflow`).
+//! `overflow` (spec `config.governor.floor`, `paging.read-notes.no-overflow`).
 
 mod mcp_support;
 
@@ -31,11 +31,13 @@ fn long_path(len: usize, fill: char) -> String {
     path
 }
 
-/// Every page of `arguments`, asserting none is a failure and each fits the cap as sent.
-async fn walk(h: &Harness, cap: u64, arguments: Value) -> (usize, usize) {
+/// Every page of `arguments`, asserting none is a failure and each fits the cap as sent; the
+/// counts of notes and errors, and the errors.
+async fn walk(h: &Harness, cap: u64, arguments: Value) -> (usize, usize, Vec<Value>) {
     let client = connect(h.core.clone(), legacy(Reply::Approve)).await;
     let mut cursor: Option<String> = None;
     let (mut notes, mut errors) = (0, 0);
+    let mut entries = Vec::new();
     for _ in 0..10_000 {
         let mut args = arguments.clone();
         if let Some(c) = &cursor {
@@ -56,15 +58,16 @@ async fn walk(h: &Harness, cap: u64, arguments: Value) -> (usize, usize) {
         let page = success(&result);
         notes += page["notes"].as_array().unwrap().len();
         errors += page["errors"].as_array().unwrap().len();
+        entries.extend(page["errors"].as_array().unwrap().iter().cloned());
         match page["next_cursor"].as_str() {
             Some(next) => cursor = Some(next.to_owned()),
-            None => return (notes, errors),
+            None => return (notes, errors, entries),
         }
     }
     panic!("the walk did not end");
 }
 
-// r[verify config.governor.minimum]
+// r[verify config.governor.floor]
 // r[verify paging.read-notes.no-overflow]
 #[tokio::test]
 async fn at_the_minimum_cap_read_notes_never_overflows() {
@@ -74,8 +77,15 @@ async fn at_the_minimum_cap_read_notes_never_overflows() {
     // each is an `errors` entry that names the path in `path`, `message` and `details`.
     let quotes = long_path(4096, '"');
     let mixed = long_path(4096, 'é');
-    let (notes, errors) = walk(&h, cap, json!({"paths": [quotes, mixed]})).await;
+    let (notes, errors, entries) = walk(&h, cap, json!({"paths": [quotes, mixed]})).await;
     assert_eq!((notes, errors), (0, 2));
+    // r[verify paging.errors.path-shortened]
+    for entry in &entries {
+        assert_eq!(entry["path_bytes"], 4096, "{entry}");
+        let shown = entry["path"].as_str().unwrap();
+        assert!(shown.len() <= 160 && shown.contains('…'), "{shown}");
+        assert!(entry["message"].as_str().unwrap().len() <= 203, "{entry}");
+    }
     // A folder walk: a deep note of quote-filled segments (as deep as the file system lets a
     // temp dir hold), a note over the cap, and a few ordinary notes.
     let depth = 4000 - h.vault.as_os_str().len();
@@ -85,7 +95,14 @@ async fn at_the_minimum_cap_read_notes_never_overflows() {
     for i in 0..5 {
         h.write(&format!("w/n{i}.md"), &"say \"hi\"\n".repeat(100));
     }
-    let (notes, errors) = walk(&h, cap, json!({"folder": "w"})).await;
-    assert_eq!((notes, errors), (6, 1));
+    let (notes, errors, entries) = walk(&h, cap, json!({"folder": "w"})).await;
+    // The deep note's path alone is over this cap as sent (escaped in the result and again in
+    // its text copy): it is reported, shortened, as too large, and the walk goes on.
+    assert_eq!((notes, errors), (5, 2));
+    let deep_entry = entries
+        .iter()
+        .find(|e| e["path_bytes"].is_u64())
+        .expect("the deep note is reported");
+    assert_eq!(deep_entry["code"], "too_large", "{deep_entry}");
     assert_eq!(h.core.governor().truncations(), 0);
 }

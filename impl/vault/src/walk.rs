@@ -451,16 +451,61 @@ pub fn envelope_overhead(vault_id: &str, cursor_len: usize) -> usize {
     with_null.max(with_cursor)
 }
 
-/// An `errors` entry.
+/// The most bytes of a path an `errors` entry echoes whole: a longer one would, escaped in
+/// the result and again in its text copy, not fit the smallest accepted cap beside the cursor
+/// after it.
+pub const ECHOED_PATH_BYTES: usize = 256;
+/// The most bytes of an `errors` entry's message.
+const MESSAGE_BYTES: usize = 200;
+
+// r[impl paging.errors.path-shortened]
+/// `path` as an `errors` entry shows it: whole up to [`ECHOED_PATH_BYTES`], else its first
+/// 100 and last 50 bytes (at character boundaries) around `…`.
+pub fn shown_path(path: &str) -> std::borrow::Cow<'_, str> {
+    if path.len() <= ECHOED_PATH_BYTES {
+        return std::borrow::Cow::Borrowed(path);
+    }
+    let head = path.floor_char_boundary(100);
+    let tail = path.ceil_char_boundary(path.len() - 50);
+    std::borrow::Cow::Owned(format!("{}…{}", &path[..head], &path[tail..]))
+}
+
+/// `value` with every string equal to `from` replaced by `to`.
+fn replace_strings(value: &mut Value, from: &str, to: &str) {
+    match value {
+        Value::String(text) if text == from => *text = to.to_owned(),
+        Value::Array(items) => items.iter_mut().for_each(|v| replace_strings(v, from, to)),
+        Value::Object(map) => map.values_mut().for_each(|v| replace_strings(v, from, to)),
+        _ => {}
+    }
+}
+
+/// An `errors` entry; a long path is shown shortened in `path` and `message`, with
+/// `path_bytes` saying how long it is, and not repeated in `details`.
 fn error_entry(path: &str, error: &VaultError) -> Box<str> {
-    json!({
-        "path": path,
+    let shown = shown_path(path);
+    let mut message = error
+        .to_string()
+        .replace(&format!("{path:?}"), &format!("{shown:?}"));
+    if message.len() > MESSAGE_BYTES {
+        message.truncate(message.floor_char_boundary(MESSAGE_BYTES));
+        message.push('…');
+    }
+    let mut details = error_details(error);
+    let mut entry = json!({
+        "path": shown,
         "code": error.code(),
-        "message": error.to_string(),
-        "details": error_details(error),
-    })
-    .to_string()
-    .into_boxed_str()
+        "message": message,
+    });
+    if shown.len() != path.len() {
+        if let Value::Object(map) = &mut details {
+            map.retain(|_, value| value.as_str() != Some(path));
+        }
+        replace_strings(&mut details, path, &shown);
+        entry["path_bytes"] = json!(path.len());
+    }
+    entry["details"] = details;
+    entry.to_string().into_boxed_str()
 }
 
 /// `too_large` carries `{size, budget}` (spec/paging.md); other codes their own details.

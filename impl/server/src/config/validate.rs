@@ -1,5 +1,5 @@
 //! What the configuration's types cannot say, checked after parsing (spec/config.md
-//! `config.ttl.positive`, `config.governor.minimum`, `config.vaults.disjoint`, and the auth
+//! `config.ttl.positive`, `config.governor.floor`, `config.vaults.disjoint`, and the auth
 //! and vault checks; spec/auth.md `auth.none.loopback`).
 
 use super::*;
@@ -30,19 +30,19 @@ impl Config {
                 "must be a positive number of bytes, not 0",
             ));
         }
-        // r[impl config.governor.minimum]
+        // r[impl config.governor.floor]
         if self.governor.max_response_bytes < MIN_MAX_RESPONSE_BYTES {
             return Err(ConfigError::invalid(
                 "governor.maxResponseBytes",
                 format!(
                     "must be at least {MIN_MAX_RESPONSE_BYTES} bytes, not {}, so that a \
-                     read_notes page holding one entry for a 4,096-byte path fits as sent",
+                     page with one entry and the cursor after it fits as sent",
                     self.governor.max_response_bytes
                 ),
             ));
         }
         // r[impl config.governor.page-bytes]
-        let page = self.governor.page_bytes;
+        let page = self.governor.page_bytes();
         if page < MIN_PAGE_BYTES || page > self.governor.max_response_bytes {
             return Err(ConfigError::invalid(
                 "governor.pageBytes",
