@@ -3,9 +3,12 @@
 
 use tc_tools::{Registry, RegistryBuildError};
 
+pub mod versions;
+
 /// Adds the family's tools to `registry`, in the order `tools/list` shows them.
 pub fn register(registry: &mut Registry) -> Result<(), RegistryBuildError> {
-    let _ = registry;
+    registry.add(versions::ListSnapshots)?;
+    registry.add(versions::ReadSnapshot)?;
     Ok(())
 }
 

@@ -1,22 +1,24 @@
 //! `delete_note` and `restore_note` (spec/tools.md `tools.delete-note`,
-//! `tools.restore-note`, `tools.restore-note.preflight`; spec/drift.md
-//! `drift.bind.path-tools`, `drift.bind.restore-note`).
+//! `tools.restore-note.preflight`; spec/versions.md `versions.restore`,
+//! `versions.restore.keeps`, `versions.permanent`; spec/drift.md `drift.bind.path-tools`,
+//! `drift.bind.restore-note.version`).
 
 use std::sync::Arc;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tc_gate::{ConfirmationTargets, fingerprint_custom};
+use tc_tools::note_write::write_summary;
 use tc_tools::{
     Annotations, Gating, HandlerFailure, Precheck, Summary, TargetState, Tool, ToolCx, ToolError,
     ToolSpec, path_state,
 };
 use tc_vault::acl::AclOp;
-use tc_vault::conventions::{Prior, WriteIntent, WriteKind};
+use tc_vault::conventions::WriteIntent;
 use tc_vault::error::VaultError;
-use tc_vault::vault::Precondition;
+use tc_vault::vault::{NoteContent, Precondition, SnapshotInfo};
 
-use crate::common::{exists_error, not_found, note, preflight, read_as_observed};
+use crate::common::{guard_for, kind_for, not_found, note, preflight, prior_of, read_as_observed};
 
 // ---------------------------------------------------------------- delete_note
 
@@ -112,7 +114,9 @@ impl Tool for DeleteNote {
         // r[impl vault.acl.results-readable-only]
         let shown = cx.may_read(&path);
         if args.permanent {
-            cx.vault().delete(&path, &approved)?;
+            // r[impl versions.permanent]
+            // Nothing of the note stays: its earlier versions and delete snapshots go too.
+            cx.vault().delete_permanently(&path, &approved)?;
             // r[impl vault.delete.permanent-gone]
             // The note is gone: a purge that fails still says the delete was applied.
             if let Some(index) = cx.binding.index() {
@@ -144,10 +148,10 @@ impl Tool for DeleteNote {
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RestoreNoteArgs {
-    /// The path the note was deleted from.
+    /// The path to restore: a deleted note's, or a note to roll back.
     #[schemars(length(min = 1, max = 4096))]
     pub path: String,
-    /// The snapshot to restore; the latest snapshot of the path when absent.
+    /// The snapshot to restore (from list_snapshots); the latest of the path when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub snapshot_id: Option<String>,
 }
@@ -161,20 +165,35 @@ pub struct RestoreNoteOutput {
     pub content_hash: Option<String>,
 }
 
+/// What the precheck found: the note at the path now, and the snapshot with its bytes.
+#[derive(Debug)]
+pub struct RestorePlan {
+    current: Option<NoteContent>,
+    snapshot: SnapshotInfo,
+    content: Vec<u8>,
+}
+
+/// The snapshot the state step bound: its id and the hash of its bytes.
+#[derive(Debug)]
+pub struct BoundSnapshot {
+    id: String,
+    content_hash: String,
+}
+
 #[derive(Debug)]
 pub struct RestoreNote;
 
 impl Tool for RestoreNote {
     type Args = RestoreNoteArgs;
     type Output = RestoreNoteOutput;
-    type Plan = usize;
-    type Seen = Option<String>;
+    type Plan = RestorePlan;
+    type Seen = Option<BoundSnapshot>;
 
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "restore_note",
-            description: "Restore a deleted note from its snapshot (the latest when snapshot_id is absent). Refused if a note is at the path. Always needs the human's confirmation.",
-            annotations: Annotations::writes(false, true),
+            description: "Bring back a deleted note, or an earlier version over the note there now, from a snapshot (the latest when snapshot_id is absent). Always needs the human's confirmation.",
+            annotations: Annotations::writes(true, true),
             scopes: &["write:notes"],
             changes_notes: true,
             gating: Gating::bound_to(ConfirmationTargets::Custom),
@@ -187,30 +206,40 @@ impl Tool for RestoreNote {
         args: &RestoreNoteArgs,
     ) -> Result<Precheck<Self::Plan>, ToolError> {
         let path = note(&args.path)?;
-        if cx.vault().exists(&path)? {
-            return Err(exists_error(&path));
-        }
+        let current = cx.vault().read_if_exists(&path)?;
         let snapshot = cx
             .vault()
             .find_snapshot(&path, args.snapshot_id.as_deref())?;
         // r[impl tools.restore-note.preflight]
-        // A restore writes a new note: the write gate judges the snapshot's content now, so a
-        // restore it would refuse never asks for (or spends) a confirmation.
+        // r[impl versions.restore.preflight]
+        // The write gate judges the snapshot's content as the write it will be (a new note,
+        // or an overwrite of the one there), so a restore it would refuse never asks for
+        // (or spends) a confirmation.
         let content = cx.vault().read_snapshot(&snapshot)?;
         preflight(
             cx,
-            &WriteIntent::new(path.clone(), WriteKind::Create, &content, Prior::Absent),
+            &WriteIntent::new(
+                path.clone(),
+                kind_for(current.as_ref()),
+                &content,
+                prior_of(current.as_ref()),
+            ),
         )?;
         Ok(Precheck {
             needs_confirmation: true,
             acl: vec![(AclOp::Write, path)],
-            plan: Arc::new(content.len()),
+            plan: Arc::new(RestorePlan {
+                current,
+                snapshot,
+                content,
+            }),
         })
     }
 
-    // r[impl drift.bind.restore-note]
-    /// The target path's state and the identity of the snapshot that would be restored, so
-    /// a newer snapshot becoming the latest is drift.
+    // r[impl drift.bind.restore-note.version]
+    /// The target path's content (or its absence) and the identity and bytes of the snapshot
+    /// that would be restored, so an edit of the note, a newer snapshot becoming the latest
+    /// or a snapshot whose bytes changed is drift.
     fn state(
         &self,
         cx: &ToolCx<'_>,
@@ -220,7 +249,10 @@ impl Tool for RestoreNote {
         let path = note(&args.path)?;
         let mut state = path_state(cx.vault(), &precheck.declared_paths())?;
         let snapshot = match cx.vault().find_snapshot(&path, args.snapshot_id.as_deref()) {
-            Ok(info) => Some(info.id.as_str().to_owned()),
+            Ok(info) => Some(BoundSnapshot {
+                id: info.id.as_str().to_owned(),
+                content_hash: info.content_hash,
+            }),
             Err(VaultError::SnapshotNotFound { .. }) => None,
             Err(e) => return Err(e.into()),
         };
@@ -229,29 +261,50 @@ impl Tool for RestoreNote {
             .flatten()
             .unwrap_or("absent")
             .to_owned();
+        let (id, bytes) = snapshot.as_ref().map_or(("no snapshot", ""), |s| {
+            (s.id.as_str(), s.content_hash.as_str())
+        });
         state.fp = fingerprint_custom(&[
-            b"restore_note",
+            b"restore_note.version",
             path.as_str().as_bytes(),
             target.as_bytes(),
-            snapshot.as_deref().unwrap_or("no snapshot").as_bytes(),
+            id.as_bytes(),
+            bytes.as_bytes(),
         ]);
         Ok(state.with_seen(snapshot))
     }
 
+    // r[impl versions.restore.summary]
     fn summary(
         &self,
-        _cx: &ToolCx<'_>,
+        cx: &ToolCx<'_>,
         args: &RestoreNoteArgs,
         precheck: &Precheck<Self::Plan>,
-        state: &TargetState<Self::Seen>,
+        _state: &TargetState<Self::Seen>,
     ) -> Summary {
-        let snapshot = (*state.seen).as_ref().map_or("none", String::as_str);
-        let size = format!(" ({} bytes)", precheck.plan);
-        Summary::new(format!(
-            "restore {} from snapshot {snapshot}{size}",
-            args.path
-        ))
-        .target(&args.path)
+        let plan = &precheck.plan;
+        let snapshot = &plan.snapshot;
+        let what = match snapshot.kind {
+            tc_vault::vault::SnapshotKind::Deleted => "the note as it was deleted",
+            tc_vault::vault::SnapshotKind::Replaced => "an earlier version",
+        };
+        let over = if plan.current.is_some() {
+            "over the note there now (kept as a version first)"
+        } else {
+            "at the free path"
+        };
+        let age = age_text(cx.clock.now_ms().saturating_sub(snapshot.created_ms));
+        write_summary(
+            format!(
+                "restore {} from snapshot {} ({} bytes): {what}, taken {age} ago, {over}",
+                args.path,
+                snapshot.id.as_str(),
+                plan.content.len()
+            ),
+            &args.path,
+            plan.current.as_ref(),
+            &plan.content,
+        )
     }
 
     fn run(
@@ -262,12 +315,23 @@ impl Tool for RestoreNote {
         state: &TargetState<Self::Seen>,
     ) -> Result<RestoreNoteOutput, HandlerFailure> {
         let path = note(&args.path)?;
-        if read_as_observed(cx, state, &path)?.is_some() {
-            return Err(exists_error(&path).into());
-        }
+        let current = read_as_observed(cx, state, &path)?;
         // Restore exactly the snapshot the approval covers, not whatever is latest now.
-        let id = (*state.seen).as_ref().ok_or_else(|| not_found(&path))?;
-        let info = cx.vault().restore(&path, Some(id))?;
+        let bound = (*state.seen).as_ref().ok_or_else(|| not_found(&path))?;
+        let found = cx.vault().find_snapshot(&path, Some(&bound.id))?;
+        if found.content_hash != bound.content_hash {
+            return Err(ToolError::from(&VaultError::ConcurrentModification {
+                path: path.as_str().to_owned(),
+                expected: bound.content_hash.clone(),
+                actual: found.content_hash,
+            })
+            .into());
+        }
+        // r[impl versions.restore.keeps]
+        // The note there (checked again under its lock) is kept as a version first.
+        let (info, _kept) =
+            cx.vault()
+                .restore_over(&path, Some(&bound.id), &guard_for(current.as_ref()))?;
         // r[impl vault.acl.results-readable-only]
         let shown = cx.may_read(&path);
         Ok(RestoreNoteOutput {
@@ -276,4 +340,16 @@ impl Tool for RestoreNote {
             content_hash: shown.then_some(info.content_hash),
         })
     }
+}
+
+/// A duration in the largest whole unit that fits (`3 days`, `5 minutes`, `12 seconds`).
+fn age_text(ms: i64) -> String {
+    let seconds = ms.max(0) / 1000;
+    let (n, unit) = match seconds {
+        s if s >= 86_400 => (s / 86_400, "day"),
+        s if s >= 3_600 => (s / 3_600, "hour"),
+        s if s >= 60 => (s / 60, "minute"),
+        s => (s, "second"),
+    };
+    format!("{n} {unit}{}", if n == 1 { "" } else { "s" })
 }

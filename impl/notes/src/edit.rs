@@ -199,16 +199,14 @@ impl Tool for UpdateFrontmatter {
         &self,
         cx: &ToolCx<'_>,
         args: &UpdateFrontmatterArgs,
-        _precheck: &Precheck,
+        precheck: &Precheck,
         state: &TargetState,
     ) -> Result<UpdateFrontmatterOutput, HandlerFailure> {
         let path = note(&args.path)?;
         let current = read_as_observed(cx, state, &path)?.ok_or_else(|| not_found(&path))?;
         check_prev_hash(&path, args.prev_hash.as_deref(), Some(&current))?;
         let (new, frontmatter) = frontmatter_edit(args, &current, &path)?;
-        let outcome = cx
-            .vault()
-            .write(&path, new.as_bytes(), &guard_for(Some(&current)))?;
+        let outcome = write_confirmed(cx, precheck, &path, new.as_bytes(), &current)?;
         let frontmatter = match frontmatter.to_json() {
             Value::Object(map) => map,
             _ => Map::new(),
@@ -396,7 +394,7 @@ impl Tool for UpdateTask {
         &self,
         cx: &ToolCx<'_>,
         args: &UpdateTaskArgs,
-        _precheck: &Precheck,
+        precheck: &Precheck,
         state: &TargetState,
     ) -> Result<UpdateTaskOutput, HandlerFailure> {
         let path = note(&args.path)?;
@@ -412,9 +410,7 @@ impl Tool for UpdateTask {
             prior,
         ))
         .map_err(HandlerFailure::ConventionBlockedBeforeWrite)?;
-        let outcome = cx
-            .vault()
-            .write(&path, new.as_bytes(), &guard_for(Some(&current)))?;
+        let outcome = write_confirmed(cx, precheck, &path, new.as_bytes(), &current)?;
         let task = parse_task_line(&rendered);
         Ok(UpdateTaskOutput {
             path: path.as_str().to_owned(),
@@ -423,5 +419,23 @@ impl Tool for UpdateTask {
             text: rendered,
             content_hash: outcome.hash,
         })
+    }
+}
+
+// r[impl versions.keep.confirmed]
+/// Writes `bytes` over `current`, keeping `current` as a version first when the call was
+/// confirmed (a frontmatter replace, a reopened task); a free edit keeps nothing.
+fn write_confirmed(
+    cx: &ToolCx<'_>,
+    precheck: &Precheck,
+    path: &tc_vault::VaultPath,
+    bytes: &[u8],
+    current: &tc_vault::vault::NoteContent,
+) -> Result<tc_vault::vault::WriteOutcome, tc_vault::error::VaultError> {
+    let guard = guard_for(Some(current));
+    if precheck.needs_confirmation {
+        Ok(cx.vault().write_keeping(path, bytes, &guard)?.outcome)
+    } else {
+        cx.vault().write(path, bytes, &guard)
     }
 }

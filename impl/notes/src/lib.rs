@@ -1,6 +1,7 @@
 //! tc-notes: the twelve note tools, on the tool framework of tc-tools (spec/tools.md;
 //! spec/tools.md; spec/drift.md `drift.bind.path-tools`, `drift.bind.rewrite-link`,
-//! `drift.bind.restore-note`, `drift.bind.commit-wiki-page`; spec/paging.md).
+//! `drift.bind.restore-note.version`, `drift.bind.commit-wiki-page`; spec/versions.md;
+//! spec/paging.md).
 //!
 //! - [`paging`]: `read_notes` and `list_notes`, one page per call under the governor's cap;
 //! - [`write`]: `write_note` and `commit_wiki_page`;

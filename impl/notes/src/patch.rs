@@ -337,7 +337,16 @@ pub(crate) fn write_part<P: ?Sized>(
         prior_of(Some(current)),
     ))
     .map_err(HandlerFailure::ConventionBlockedBeforeWrite)?;
-    let outcome = locked.write(plan.patched.text.as_bytes(), &guard_for(Some(current)))?;
+    let guard = guard_for(Some(current));
+    // r[impl versions.keep.confirmed]
+    // A confirmed edit loses lines: what it replaces is kept first; a free one only adds.
+    let outcome = if precheck.needs_confirmation {
+        locked
+            .write_keeping(plan.patched.text.as_bytes(), &guard)?
+            .outcome
+    } else {
+        locked.write(plan.patched.text.as_bytes(), &guard)?
+    };
     Ok(PartEditOutput {
         path: path.as_str().to_owned(),
         content_hash: outcome.hash,

@@ -343,7 +343,9 @@ impl Tool for MoveNote {
         // r[impl vault.remove.locked]
         // The source and the note it replaces are checked again under their locks, so a
         // write landing after the reads above is refused, not moved or overwritten.
-        cx.vault().rename(
+        // r[impl versions.keep.confirmed]
+        // A move over a note keeps the note it replaces (under the same locks).
+        cx.vault().rename_keeping(
             &from,
             &to,
             &Precondition::HashIs(source.hash),
@@ -487,9 +489,12 @@ impl Tool for CopyNote {
         let to = note(&args.to)?;
         let source = read_as_observed(cx, state, &from)?.ok_or_else(|| not_found(&from))?;
         let target = read_as_observed(cx, state, &to)?;
+        // r[impl versions.keep.confirmed]
+        // A copy over a note keeps the note it replaces.
         let outcome = cx
             .vault()
-            .write(&to, &source.bytes, &guard_for(target.as_ref()))?;
+            .write_keeping(&to, &source.bytes, &guard_for(target.as_ref()))?
+            .outcome;
         Ok(CopyNoteOutput {
             from: from.as_str().to_owned(),
             to: to.as_str().to_owned(),

@@ -142,7 +142,7 @@ impl Tool for CommitWikiPage {
         &self,
         cx: &ToolCx<'_>,
         args: &CommitWikiPageArgs,
-        _precheck: &Precheck<Self::Plan>,
+        precheck: &Precheck<Self::Plan>,
         state: &TargetState,
     ) -> Result<CommitWikiPageOutput, HandlerFailure> {
         let path = note(&args.path)?;
@@ -152,7 +152,15 @@ impl Tool for CommitWikiPage {
         cx.vault().with_note_lock(&path, |locked| {
             let current = locked.read_if_exists()?;
             check_observed(state, &path, current.as_ref())?;
-            let outcome = locked.write(args.content.as_bytes(), &guard_for(current.as_ref()))?;
+            let guard = guard_for(current.as_ref());
+            // r[impl versions.keep.confirmed]
+            let outcome = if precheck.needs_confirmation {
+                locked
+                    .write_keeping(args.content.as_bytes(), &guard)?
+                    .outcome
+            } else {
+                locked.write(args.content.as_bytes(), &guard)?
+            };
             cx.binding.sealer.store(&path, args.content.as_bytes())?;
             Ok(CommitWikiPageOutput {
                 path: path.as_str().to_owned(),

@@ -21,7 +21,7 @@ fn delete_scenario() -> Scenario<'static> {
 
 // r[verify tools.delete-note]
 // r[verify vault.snapshot.delete]
-// r[verify tools.restore-note]
+// r[verify versions.restore]
 // r[verify vault.snapshot.restore]
 #[test]
 fn delete_snapshots_and_restore_brings_it_back() {
@@ -38,15 +38,26 @@ fn delete_snapshots_and_restore_brings_it_back() {
     let restored = fx.call("restore_note", with_token(&args, &token)).unwrap();
     assert_eq!(restored["snapshot_id"], snapshot);
     assert_eq!(fx.get("inbox/a.md").unwrap(), "doomed");
-    // A note at the path, or no such snapshot, refuse before asking.
+    // A note at the path is restored over (asking first); no such snapshot refuses before
+    // asking.
+    let before = fx.requested();
     assert_eq!(
         code(fx.call("restore_note", args.clone())),
-        ErrorCode::NoteExists
+        ErrorCode::ElicitRequired
     );
+    assert_eq!(fx.requested(), before + 1);
     assert_eq!(
         code(fx.call("restore_note", json!({"path": "never.md"}))),
         ErrorCode::NoteNotFound
     );
+    assert_eq!(
+        code(fx.call(
+            "restore_note",
+            json!({"path": "inbox/a.md", "snapshot_id": "1800000000000-0011223344556677"})
+        )),
+        ErrorCode::NoteNotFound
+    );
+    assert_eq!(fx.requested(), before + 1);
 }
 
 // r[verify vault.snapshot.permanent]
@@ -138,27 +149,26 @@ fn restore_note_is_approved_once() {
     restore_scenario().approve_then_replay();
 }
 
-// r[verify drift.bind.restore-note]
+// r[verify drift.bind.restore-note.version]
 #[test]
 fn restore_note_drift_when_a_newer_snapshot_is_latest() {
     restore_scenario().drift_refused();
 }
 
+// r[verify drift.bind.restore-note.version]
 #[test]
-fn restore_note_drift_when_the_path_is_taken_then_freed() {
+fn restore_note_drift_when_the_path_is_taken() {
     let fx = Fx::new();
     (restore_scenario().setup)(&fx);
     let args = json!({"path": "a.md", "snapshot_id": null});
     let token = fx.require("restore_note", &args);
     fx.put("a.md", "someone else's note");
-    // The precheck sees the note first: refused before the gate, token untouched.
+    // The approval covered a free path: a note appearing there is drift, and stays.
     assert_eq!(
         code(fx.call("restore_note", with_token(&args, &token))),
-        ErrorCode::NoteExists
+        ErrorCode::ReplayDrift
     );
-    fx.remove("a.md");
-    fx.call("restore_note", with_token(&args, &token)).unwrap();
-    assert_eq!(fx.get("a.md").unwrap(), "v1");
+    assert_eq!(fx.get("a.md").unwrap(), "someone else's note");
 }
 
 // r[verify tools.restore-note.preflight]

@@ -23,6 +23,9 @@ use tc_vault::conventions::{ConventionConfig, Conventions};
 
 mod paths;
 mod validate;
+mod versions;
+
+pub use versions::VersionsConfig;
 
 use paths::*;
 
@@ -89,6 +92,9 @@ pub struct Config {
     /// `[http]`: the `Host` and `Origin` values the HTTP server accepts besides its own.
     #[serde(default)]
     pub http: HttpConfig,
+    /// `[versions]`: how long snapshots are kept (spec/versions.md).
+    #[serde(default)]
+    pub versions: VersionsConfig,
 }
 
 // r[impl config.http.allowed]
@@ -368,6 +374,7 @@ impl Default for Config {
             sessions: tc_sessions::SessionsConfig::default(),
             tools: ToolsConfig::default(),
             http: HttpConfig::default(),
+            versions: VersionsConfig::default(),
         }
     }
 }

@@ -187,6 +187,8 @@ pub struct ServerCore {
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) entropy: Arc<dyn Entropy>,
     pub(crate) vault_ids: Vec<String>,
+    /// `[versions]`: what the sweeper keeps of each vault's snapshots.
+    pub(crate) retention: tc_vault::vault::Retention,
     pub(crate) ttl_ms: i64,
     legacy_shim: bool,
     facade: Facade,
@@ -339,6 +341,7 @@ impl ServerCore {
             clock: parts.clock,
             entropy: parts.entropy,
             vault_ids,
+            retention: config.versions.retention(),
             ttl_ms: gate_config.ttl_ms(),
             legacy_shim: parts.legacy_shim,
             facade,

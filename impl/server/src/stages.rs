@@ -16,8 +16,22 @@ impl ServerCore {
     // r[impl gate.sweep.running]
     /// One sweep of cache.db, off the async workers: what has expired goes (raised requests,
     /// consumed states, tokens a TTL past their expiry, events past their retention).
+    // r[impl versions.retention.sweep]
+    /// Each vault's snapshots are pruned to `[versions]` in the same sweep.
     pub async fn sweep_once(&self) -> Result<tc_gate::SweepReport, ToolError> {
-        self.blocking("sweeping cache.db", |pipeline| {
+        let vaults = self.vault_ids.clone();
+        let retention = self.retention;
+        self.blocking("sweeping cache.db", move |pipeline| {
+            for id in &vaults {
+                let Some(binding) = pipeline.vault(id) else {
+                    continue;
+                };
+                match binding.vault.prune_snapshots(&retention) {
+                    Ok(0) => {}
+                    Ok(pruned) => tracing::debug!(vault = %id, pruned, "pruned snapshots"),
+                    Err(error) => tracing::warn!(vault = %id, %error, "could not prune snapshots"),
+                }
+            }
             pipeline
                 .gate()
                 .sweep()

@@ -347,7 +347,14 @@ impl Tool for WriteNote {
             } else {
                 check_observed(state, &path, current.as_ref())?;
             }
-            let outcome = locked.write(&new, &guard_for(current.as_ref()))?;
+            // r[impl versions.keep.confirmed]
+            // A confirmed overwrite keeps what it replaces, so restore_note can undo it.
+            let guard = guard_for(current.as_ref());
+            let outcome = if precheck.needs_confirmation {
+                locked.write_keeping(&new, &guard)?.outcome
+            } else {
+                locked.write(&new, &guard)?
+            };
             // r[impl vault.acl.results-readable-only]
             // An append's hash and size are of the note's old bytes too.
             let all_its_own = matches!(args.mode, WriteMode::Overwrite | WriteMode::Create);

@@ -52,6 +52,7 @@ impl Config {
                 ),
             ));
         }
+        self.versions.validate()?;
         self.validate_auth()?;
         self.validate_http()?;
         self.validate_vaults()?;

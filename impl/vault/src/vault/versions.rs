@@ -142,6 +142,17 @@ impl Vault {
             .map(Some)
     }
 
+    /// The snapshot with id `raw`, whatever its path (`read_snapshot`); a malformed id, or
+    /// one naming no snapshot, is [`VaultError::SnapshotNotFound`].
+    pub fn snapshot(&self, raw: &str) -> VaultResult<SnapshotInfo> {
+        let not_found = || VaultError::SnapshotNotFound {
+            path: String::new(),
+            id: Some(raw.to_owned()),
+        };
+        let id = super::SnapshotId::parse(raw).ok_or_else(not_found)?;
+        self.load_snapshot(&id).map_err(|_| not_found())
+    }
+
     // r[impl versions.retention.sweep]
     /// Removes every snapshot beyond the newest `keep_per_path` of its path and every one
     /// older than `max_age_ms`; returns how many went.
