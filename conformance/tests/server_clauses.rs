@@ -104,7 +104,7 @@ fn arguments(call: &Call) -> serde_json::Map<String, Value> {
 }
 
 fn params(call: &Call) -> CallToolRequestParams {
-    CallToolRequestParams::new(world::tool_name(call.tool).unwrap()).with_arguments(arguments(call))
+    CallToolRequestParams::new(world::tool_name(call).unwrap()).with_arguments(arguments(call))
 }
 
 fn code(result: &Value) -> Option<String> {
@@ -332,7 +332,7 @@ fn no_session_argument_or_configuration_lowers_the_floor() {
     let smuggled = |call: &Call, key: &str, value: Value| {
         let mut arguments = arguments(call);
         arguments.insert(key.to_owned(), value);
-        CallToolRequestParams::new(world::tool_name(call.tool).unwrap()).with_arguments(arguments)
+        CallToolRequestParams::new(world::tool_name(call).unwrap()).with_arguments(arguments)
     };
     for call in [WRITE, COMMAND] {
         let attempts = [

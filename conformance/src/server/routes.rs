@@ -159,7 +159,7 @@ impl ServerSut {
     }
 
     pub(super) fn tool_name(call: &Call) -> Result<&'static str, SutError> {
-        world::tool_name(call.tool).ok_or_else(|| unsupported_tool(call))
+        world::tool_name(call).ok_or_else(|| unsupported_tool(call))
     }
 
     // r[verify facade.call.round-trips]

@@ -4,9 +4,11 @@
 //!   configuration. `Caller(0)` is `stdio` and talks over stdio sessions; `Caller(n)` for
 //!   `n > 0` is the JWT subject `c<n>` and talks over Streamable HTTP (`auth.mode = "jwt"`
 //!   with an HS256 secret), where the legacy shim does not exist.
-//! - The path tool (the model's `delete_note`, "always gated, bound to its path target") is
-//!   `write_note` replacing the whole note `n<n>.md` (`Args(n)`), which is gated on a note
-//!   that is not empty; its effect is the note holding [`written`]. Every note starts with
+//! - The path tool (the model's `delete_note`, "always gated, bound to its path target")
+//!   replaces the whole note `n<n>.md` with [`written`]: for an even `Args(n)` it is
+//!   `write_note`, gated on a note that is not empty, and for an odd one `bulk_create_notes`
+//!   with that one item in `overwrite` mode, always gated unless a dry run; so a bulk tool
+//!   travels every route of the comparison too ([`bulk_subject`]). Every note starts with
 //!   content of its own ([`initial`]), and a target change (the model's `ChangeTarget`)
 //!   writes a new text that no other step writes ([`changed`]).
 //! - The `"none"` tool is `execute_command` with the allowlisted command [`command_id`] of
@@ -61,9 +63,15 @@ pub fn command_id(args: u8) -> &'static str {
     COMMANDS[usize::from(args) % COMMANDS.len()]
 }
 
-/// The real tool name of a model tool, `None` for one the server comparison does not drive.
-pub fn tool_name(tool: Tool) -> Option<&'static str> {
-    match tool {
+/// Whether the path tool of `Args(args)` is `bulk_create_notes` rather than `write_note`.
+pub fn bulk_subject(args: u8) -> bool {
+    args % 2 == 1
+}
+
+/// The real tool of a model call, `None` for one the server comparison does not drive.
+pub fn tool_name(call: &Call) -> Option<&'static str> {
+    match call.tool {
+        Tool::DeleteNote if bulk_subject(call.args.0) => Some("bulk_create_notes"),
         Tool::DeleteNote => Some("write_note"),
         Tool::ExecuteCommand => Some("execute_command"),
         Tool::UpdateTask => None,
@@ -91,6 +99,14 @@ pub fn changed(vault: Vault, note: Note, serial: u32) -> String {
 /// The arguments of a model call (without any approval).
 pub fn arguments(call: &Call) -> Option<Value> {
     Some(match call.tool {
+        Tool::DeleteNote if bulk_subject(call.args.0) => json!({
+            "vault": vault_id(call.vault),
+            "mode": "overwrite",
+            "items": [{
+                "path": note_path(Note(call.args.0)),
+                "content": written(call.args.0),
+            }],
+        }),
         Tool::DeleteNote => json!({
             "vault": vault_id(call.vault),
             "path": note_path(Note(call.args.0)),
