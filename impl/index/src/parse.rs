@@ -60,6 +60,8 @@ pub struct NoteFacts {
     pub headings: Vec<Heading>,
     pub links: Vec<LinkFact>,
     pub chunks: Vec<Chunk>,
+    /// The frontmatter's keys and values (spec/metadata.md `metadata.properties.index`).
+    pub properties: Vec<crate::meta::properties::PropertyFact>,
 }
 
 // r[impl index.links.name-key]
@@ -330,6 +332,10 @@ pub fn analyze(bytes: &[u8]) -> NoteFacts {
         None => (None, text.as_ref()),
     };
     let mut tags = Vec::new();
+    let properties = frontmatter
+        .as_ref()
+        .map(|fm| crate::meta::properties::facts_of(&fm.to_json()))
+        .unwrap_or_default();
     let frontmatter_keys = match &frontmatter {
         Some(fm) => {
             frontmatter_tags(fm, &mut tags);
@@ -406,6 +412,7 @@ pub fn analyze(bytes: &[u8]) -> NoteFacts {
         headings,
         links,
         chunks: chunker.chunks,
+        properties,
     }
 }
 

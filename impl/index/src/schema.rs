@@ -85,4 +85,29 @@ pub const MIGRATIONS: &[&str] = &[
     // option) instead of lingering in older segments until a merge: a permanent delete
     // leaves no word of the note in cache.db (spec `vault.delete.permanent-gone`).
     "INSERT INTO index_fts (index_fts, rank) VALUES ('secure-delete', 1);",
+    // Frontmatter properties (spec/metadata.md `metadata.properties.index`): one row per key,
+    // nested keys by their dotted path, with the value as JSON and its type; the values a key
+    // matches, lowercased, each list item apart, so a lookup by key and value is one range of
+    // an index; notes by modification time for recent_changes. Every note is read again to
+    // fill them.
+    "CREATE TABLE index_properties (
+         vault TEXT NOT NULL,
+         key   TEXT NOT NULL,
+         path  TEXT NOT NULL,
+         top   INTEGER NOT NULL,
+         type  TEXT NOT NULL,
+         value TEXT NOT NULL,
+         PRIMARY KEY (vault, key, path)
+     ) STRICT, WITHOUT ROWID;
+     CREATE INDEX index_properties_by_path ON index_properties (vault, path);
+     CREATE TABLE index_property_values (
+         vault TEXT NOT NULL,
+         key   TEXT NOT NULL,
+         norm  TEXT NOT NULL,
+         path  TEXT NOT NULL,
+         PRIMARY KEY (vault, key, norm, path)
+     ) STRICT, WITHOUT ROWID;
+     CREATE INDEX index_property_values_by_path ON index_property_values (vault, path);
+     CREATE INDEX index_files_by_mtime ON index_files (vault, is_note, mtime_ns);
+     UPDATE index_files SET mtime_ns = -1, hash = NULL;",
 ];

@@ -1,6 +1,8 @@
 //! The vault's metadata as tools, answered from its index: tags, properties, links and
 //! recent changes (spec/metadata.md).
 
+pub mod properties;
+pub mod recent;
 pub mod tags;
 
 use tc_tools::{Registry, RegistryBuildError};
@@ -13,6 +15,10 @@ pub fn register(registry: &mut Registry) -> Result<(), RegistryBuildError> {
     registry.add(tags::AddTag)?;
     registry.add(tags::RemoveTag)?;
     registry.add(tags::RenameTag)?;
+    registry.add(properties::ListProperties)?;
+    registry.add(properties::ReadProperty)?;
+    registry.add(properties::FindNotesByProperty)?;
+    registry.add(recent::RecentChanges)?;
     Ok(())
 }
 

@@ -168,6 +168,9 @@ const TASKS: &[(&str, &str)] = &[
     ("find and replace a word in a note", "replace_in_note"),
     ("show the headings of a note", "get_note_outline"),
     ("does this file exist in the vault", "note_exists"),
+    ("which notes have status done in their frontmatter", "find_notes_by_property"),
+    ("show the notes I changed recently", "recent_changes"),
+    ("list the frontmatter properties my notes use", "list_properties"),
 ];
 
 // r[verify facade.find.stemmed]

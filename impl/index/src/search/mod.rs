@@ -1,8 +1,10 @@
 //! `search_notes` (spec/tools.md; spec/index.md `search.*`): BM25 over the chunks (FTS5,
-//! [`text`]), or by embedding ([`semantic`]: cosine nearest chunks, or hybrid: both ranks
-//! fused), one hit per note (its best chunk) with a snippet, filtered by folder and tags,
-//! paged with a signed cursor bound to the caller, the tool and the request (mode
-//! included), and bounded by the governor's cap.
+//! [`text`]), by embedding ([`semantic`]: cosine nearest chunks, or hybrid: both ranks
+//! fused) or by regular expression ([`pattern`]), one hit per note (its best chunk) with a
+//! snippet, filtered by folder, tags, a property and the modification time ([`filters`]; the
+//! filters alone list notes), sorted by rank or by time, paged with a signed cursor bound to
+//! the caller, the tool and the request (mode, filters and sort included), and bounded by the
+//! governor's cap.
 //!
 //! The folder ACL is applied to every hit before it is counted, so a note the caller may not
 //! read is never named, never snippeted, and never shifts the pages (the cursor counts the
@@ -18,9 +20,13 @@ use tc_tools::{
 use tc_vault::path::FolderPath;
 
 use crate::index::VaultIndex;
+use filters::{NO_CHUNK, Narrowing};
+pub use filters::{PropertyFilter, SortOrder};
 use text::{Ranked, hit_of, ranked};
 
 pub(crate) mod common;
+pub mod filters;
+pub mod pattern;
 pub(crate) mod semantic;
 pub(crate) mod text;
 
@@ -47,6 +53,8 @@ pub enum SearchMode {
     Semantic,
     /// Text and semantic ranks fused (reciprocal-rank fusion; needs `[search.embeddings]`).
     Hybrid,
+    /// `query` is a regular expression (Rust syntax).
+    Regex,
 }
 
 impl SearchMode {
@@ -55,6 +63,7 @@ impl SearchMode {
             SearchMode::Text => "text",
             SearchMode::Semantic => "semantic",
             SearchMode::Hybrid => "hybrid",
+            SearchMode::Regex => "regex",
         }
     }
 }
@@ -63,9 +72,10 @@ impl SearchMode {
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SearchNotesArgs {
-    /// Words to find, all required (a trailing * matches a prefix).
+    /// Words to find, all required (a trailing * matches a prefix); optional with a filter.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 1000))]
-    pub query: String,
+    pub query: Option<String>,
     /// Only notes under this folder.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 4096))]
@@ -74,6 +84,18 @@ pub struct SearchNotesArgs {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 20))]
     pub tags: Vec<String>,
+    /// key (dotted for nested), value (absent: any; a list matches if it holds it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub property: Option<PropertyFilter>,
+    /// RFC 3339 or YYYY-MM-DD.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 64))]
+    pub modified_after: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 64))]
+    pub modified_before: Option<String>,
+    #[serde(default, skip_serializing_if = "SortOrder::is_relevance")]
+    pub sort: SortOrder,
     /// The most hits on one page.
     #[serde(default = "twenty")]
     #[schemars(range(min = 1, max = 100))]
@@ -158,6 +180,82 @@ fn normalize_tag(tag: &str) -> String {
     tag.trim().trim_start_matches('#').to_lowercase()
 }
 
+/// What the precheck read of the arguments.
+#[derive(Debug, Default)]
+pub struct SearchPlan {
+    /// The words as an FTS5 query.
+    fts: Option<String>,
+    regex: Option<regex::Regex>,
+    tags: Vec<String>,
+    /// The property's key and what its value must match.
+    property: Option<(String, Option<String>)>,
+    after_ns: Option<i64>,
+    before_ns: Option<i64>,
+}
+
+impl SearchPlan {
+    fn narrowing(&self) -> Narrowing<'_> {
+        Narrowing {
+            tags: &self.tags,
+            property: self
+                .property
+                .as_ref()
+                .map(|(key, norm)| (key.as_str(), norm.clone())),
+            after_ns: self.after_ns,
+            before_ns: self.before_ns,
+        }
+    }
+}
+
+// r[impl search.filters.query-optional]
+/// Reads the arguments: the query as the mode takes it, the filters as the index compares
+/// them; what cannot be searched for is `validation_error`.
+pub fn plan_of(args: &SearchNotesArgs) -> Result<SearchPlan, ToolError> {
+    let property = match &args.property {
+        Some(p) => Some((
+            p.key.trim().to_owned(),
+            filters::value_norm(p.value.as_ref(), "/property/value")?,
+        )),
+        None => None,
+    };
+    let mut plan = SearchPlan {
+        fts: None,
+        regex: None,
+        tags: args.tags.iter().map(|t| normalize_tag(t)).collect(),
+        property,
+        after_ns: filters::time_arg(args.modified_after.as_deref(), "/modified_after")?,
+        before_ns: filters::time_arg(args.modified_before.as_deref(), "/modified_before")?,
+    };
+    let filtered = args.folder.is_some() || plan.narrowing().any();
+    let query = args.query.as_deref();
+    match (args.mode, query) {
+        (SearchMode::Text, None) if !filtered => {
+            return Err(ToolError::validation(
+                "/query",
+                "is required unless a filter (folder, tags, property, modified_after, modified_before) is given",
+            ));
+        }
+        (SearchMode::Text, None) => {}
+        (SearchMode::Semantic | SearchMode::Hybrid | SearchMode::Regex, None) => {
+            return Err(ToolError::validation(
+                "/query",
+                format!("is required in mode {}", args.mode.as_str()),
+            ));
+        }
+        (SearchMode::Regex, Some(pattern)) => plan.regex = Some(pattern::compile(pattern)?),
+        (mode, Some(words)) => {
+            plan.fts = fts_query(words);
+            if plan.fts.is_none() && mode != SearchMode::Semantic {
+                return Err(ToolError::validation(
+                    "/query",
+                    "holds no word that can be searched for",
+                ));
+            }
+        }
+    }
+    Ok(plan)
+}
+
 fn cursor_error(error: tc_gate::cursor::CursorError) -> ToolError {
     ToolError::new(ErrorCode::InvalidInput, error.to_string())
         .detail("reason", serde_json::json!(error.reason()))
@@ -166,13 +264,13 @@ fn cursor_error(error: tc_gate::cursor::CursorError) -> ToolError {
 impl Tool for SearchNotes {
     type Args = SearchNotesArgs;
     type Output = SearchNotesOutput;
-    type Plan = ();
+    type Plan = SearchPlan;
     type Seen = ();
 
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: SEARCH_NOTES,
-            description: "Search notes for words (BM25), optionally by folder and tags; one hit per note with a snippet. semantic and hybrid need [search.embeddings]. Pages via cursor.",
+            description: "Search notes by words (BM25), meaning or regex, or list them by folder, tags, property or modified time; one hit per note with a snippet. Pages via cursor.",
             annotations: Annotations::READS,
             scopes: &["read:notes"],
             changes_notes: false,
@@ -180,28 +278,27 @@ impl Tool for SearchNotes {
         }
     }
 
-    fn precheck(&self, _cx: &ToolCx<'_>, _args: &SearchNotesArgs) -> Result<Precheck, ToolError> {
-        Ok(Precheck::free())
+    fn precheck(
+        &self,
+        _cx: &ToolCx<'_>,
+        args: &SearchNotesArgs,
+    ) -> Result<Precheck<SearchPlan>, ToolError> {
+        Ok(Precheck::with_plan(plan_of(args)?))
     }
 
     fn run(
         &self,
         cx: &ToolCx<'_>,
         args: &SearchNotesArgs,
-        _precheck: &Precheck,
+        precheck: &Precheck<SearchPlan>,
         _state: &TargetState,
     ) -> Result<SearchNotesOutput, HandlerFailure> {
-        let fts = fts_query(&args.query);
-        if fts.is_none() && args.mode != SearchMode::Semantic {
-            return Err(
-                ToolError::validation("/query", "holds no word that can be searched for").into(),
-            );
-        }
+        let plan = &precheck.plan;
+        let fts = plan.fts.clone();
         let folder = match &args.folder {
             Some(folder) => FolderPath::parse(folder)?,
             None => FolderPath::root(),
         };
-        let tags: Vec<String> = args.tags.iter().map(|t| normalize_tag(t)).collect();
         let index = index_of(cx)?;
         index.wait_ready(cx)?;
         index
@@ -240,24 +337,41 @@ impl Tool for SearchNotes {
         let keep = |path: &str| {
             tc_vault::path::VaultPath::parse(path).is_ok_and(|p| acl.can_read_at(root, &p, scopes))
         };
+        let failed = |e: rusqlite::Error| {
+            tracing::warn!("search_notes: {e}");
+            ToolError::internal("searching the vault index")
+        };
+        let only = plan.narrowing().notes(index).map_err(failed)?;
+        let only = only.as_ref();
+        // r[impl search.sort]
+        // Sorted by time, every hit is found first and the page cut after the sort.
+        let by_time = args.sort == SortOrder::Modified;
+        let (from, take) = if by_time {
+            (0, usize::MAX)
+        } else {
+            (skip, limit + 1)
+        };
+        let query = args.query.as_deref().unwrap_or_default();
         let searched = match args.mode {
-            SearchMode::Text => {
-                let fts = fts.as_deref().unwrap_or_default();
-                ranked(index, fts, &folder, &tags, keep, skip, limit + 1)
+            SearchMode::Regex => {
+                let re = plan
+                    .regex
+                    .as_ref()
+                    .ok_or_else(|| ToolError::validation("/query", "is required in mode regex"))?;
+                pattern::regex_ranked(index, re, &folder, only, keep)
+                    .map(|all| all.into_iter().skip(from).take(take).collect())
             }
+            SearchMode::Text => match fts.as_deref() {
+                Some(fts) => ranked(index, fts, &folder, only, keep, from, take),
+                None => filters::listed(index, &folder, only, keep, from.saturating_add(take))
+                    .map(|all| all.into_iter().skip(from).collect()),
+            },
             SearchMode::Semantic | SearchMode::Hybrid => {
                 let mode = args.mode.as_str();
-                let (model, vector) = semantic::query_vector(index, mode, &args.query)?;
+                let (model, vector) = semantic::query_vector(index, mode, query)?;
                 if args.mode == SearchMode::Semantic {
                     semantic::semantic_ranked(
-                        index,
-                        &model,
-                        &vector,
-                        &folder,
-                        &tags,
-                        keep,
-                        skip,
-                        limit + 1,
+                        index, &model, &vector, &folder, only, keep, from, take,
                     )
                 } else {
                     semantic::hybrid_ranked(
@@ -266,18 +380,23 @@ impl Tool for SearchNotes {
                         &model,
                         &vector,
                         &folder,
-                        &tags,
+                        only,
                         keep,
-                        skip,
-                        limit + 1,
+                        from,
+                        take,
                     )
                 }
             }
         };
-        let found: Vec<Ranked> = searched.map_err(|e| {
-            tracing::warn!("search_notes: {e}");
-            ToolError::internal("searching the vault index")
-        })?;
+        let mut found: Vec<Ranked> = searched.map_err(failed)?;
+        if by_time {
+            found = filters::by_modified(index, found)
+                .map_err(failed)?
+                .into_iter()
+                .skip(skip)
+                .take(limit + 1)
+                .collect();
+        }
         let more = found.len() > limit;
 
         // r[impl search.bounded]
@@ -286,13 +405,19 @@ impl Tool for SearchNotes {
             .limits
             .lowered_to(args.max_bytes)
             .page_budget()
-            .saturating_sub(ENVELOPE_BYTES + 2 * wire_cost(args.query.as_bytes()));
+            .saturating_sub(ENVELOPE_BYTES + 2 * wire_cost(query.as_bytes()));
         let mut results = Vec::with_capacity(limit);
         let mut spent = 0usize;
         let mut cut = false;
-        for ranked in found.iter().take(limit) {
-            let hit = hit_of(index, fts.as_deref(), ranked)
+        for ranked in found.iter_mut().take(limit) {
+            if ranked.chunk == NO_CHUNK {
+                ranked.chunk = filters::first_chunk(index, &ranked.path).map_err(failed)?;
+            }
+            let mut hit = hit_of(index, fts.as_deref(), ranked)
                 .map_err(|_| ToolError::internal("reading a hit"))?;
+            if let Some(re) = &plan.regex {
+                hit.snippet = pattern::chunk_snippet(index, re, ranked.chunk).map_err(failed)?;
+            }
             let cost = serde_json::to_vec(&hit)
                 .map(|bytes| wire_cost(&bytes) + 1)
                 .map_err(|_| ToolError::internal("encoding a hit"))?;

@@ -4,12 +4,12 @@
 //! reciprocal-rank fusion. The same filters and the same ACL apply to every hit as in text
 //! mode, before a hit is counted.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use tc_tools::{ErrorCode, ToolError};
 use tc_vault::path::FolderPath;
 
-use super::text::{self, Ranked, in_scope, tagged};
+use super::text::{self, Ranked, in_scope};
 use crate::embed::{CALL_BATCHES, EmbedError, RunWait};
 use crate::index::VaultIndex;
 
@@ -82,16 +82,15 @@ pub(crate) fn semantic_ranked(
     model: &str,
     vector: &[f32],
     folder: &FolderPath,
-    tags: &[String],
+    only: Option<&HashSet<String>>,
     keep: impl Fn(&str) -> bool,
     skip: usize,
     take: usize,
 ) -> rusqlite::Result<Vec<Ranked>> {
-    let tagged = tagged(index, tags)?;
     let mut seen: HashMap<String, ()> = HashMap::new();
     let mut out = Vec::new();
     for near in index.nearest(model, vector)? {
-        if seen.contains_key(&near.path) || !in_scope(&near.path, folder, tagged.as_ref()) {
+        if seen.contains_key(&near.path) || !in_scope(&near.path, folder, only) {
             continue;
         }
         seen.insert(near.path.clone(), ());
@@ -120,16 +119,16 @@ pub(crate) fn hybrid_ranked(
     model: &str,
     vector: &[f32],
     folder: &FolderPath,
-    tags: &[String],
+    only: Option<&HashSet<String>>,
     keep: impl Fn(&str) -> bool,
     skip: usize,
     take: usize,
 ) -> rusqlite::Result<Vec<Ranked>> {
     let by_text = match fts {
-        Some(fts) => text::ranked(index, fts, folder, tags, &keep, 0, usize::MAX)?,
+        Some(fts) => text::ranked(index, fts, folder, only, &keep, 0, usize::MAX)?,
         None => Vec::new(),
     };
-    let by_meaning = semantic_ranked(index, model, vector, folder, tags, &keep, 0, usize::MAX)?;
+    let by_meaning = semantic_ranked(index, model, vector, folder, only, &keep, 0, usize::MAX)?;
     let mut fused: HashMap<String, (f64, Ranked)> = HashMap::new();
     for (rank, hit) in by_text.into_iter().enumerate() {
         let weight = 1.0 / (RRF_K + rank as f64 + 1.0);

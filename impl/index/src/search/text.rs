@@ -68,22 +68,22 @@ pub(crate) fn in_scope(path: &str, folder: &FolderPath, tagged: Option<&HashSet<
 }
 
 /// The notes of this vault matching `fts`, best first, past the first `skip` that `keep`
-/// (the ACL) and the filters let through, at most `take` of them.
+/// (the ACL) and the filters (`folder`, and `only`: the notes the other filters keep) let
+/// through, at most `take` of them.
 pub(crate) fn ranked(
     index: &VaultIndex,
     fts: &str,
     folder: &FolderPath,
-    tags: &[String],
+    only: Option<&HashSet<String>>,
     keep: impl Fn(&str) -> bool,
     skip: usize,
     take: usize,
 ) -> rusqlite::Result<Vec<Ranked>> {
-    let tagged = tagged(index, tags)?;
     let want = skip.saturating_add(take);
     let fold = Fold {
         index,
         folder,
-        tagged: tagged.as_ref(),
+        tagged: only,
         keep: &keep,
         want,
     };
@@ -193,12 +193,15 @@ pub(crate) fn hit_of(
             .query_row(rusqlite::params![fts, ranked.chunk], |row| {
                 Ok((row.get(0)?, row.get(1)?))
             })?,
-        // A chunk found by its vector alone: its opening words.
+        // A chunk found by its vector alone, or a note listed by the filters alone: its
+        // opening words (none for a note without text).
         None => conn
             .prepare_cached("SELECT body, heading FROM index_fts WHERE rowid = ?1")?
             .query_row([ranked.chunk], |row| {
                 Ok((opening(&row.get::<_, String>(0)?), row.get(1)?))
-            })?,
+            })
+            .optional()?
+            .unwrap_or_default(),
     };
     let mut stmt =
         conn.prepare_cached("SELECT tag FROM index_tags WHERE vault = ?1 AND path = ?2")?;
@@ -217,7 +220,7 @@ pub(crate) fn hit_of(
 }
 
 /// The first 24 words of a chunk, as long as a text snippet.
-fn opening(body: &str) -> String {
+pub(crate) fn opening(body: &str) -> String {
     let mut words = body.split_whitespace();
     let head: Vec<&str> = words.by_ref().take(24).collect();
     let mut out = head.join(" ");
