@@ -1,8 +1,9 @@
 //! What the index keeps of one note, read from its bytes (spec/index.md `index.facts`,
 //! `index.chunks`, `index.links.name-key`).
 //!
-//! Links come from tc-vault's own parser ([`tc_vault::links::find_links`]: the same
-//! syntax, code-block rules and escaped pipes the link tools rewrite with), so the index
+//! Links (wikilinks, embeds and Markdown links to files) come from tc-vault's own parsers
+//! ([`tc_vault::mdlinks::find_note_links`]: the same syntax, code-block rules and escaped
+//! pipes the link tools rewrite with), so the index
 //! and the tools can never disagree on what a link is. The index stores each link's target
 //! as written and its name key (the last segment, lowercase, without `.md`), not the file it
 //! resolves to: resolution depends on every other file of the vault (a new `Plan.md`
@@ -17,21 +18,43 @@
 use std::sync::LazyLock;
 
 use regex::Regex;
-use tc_vault::links::find_links;
 use tc_vault::note::{Frontmatter, split_frontmatter};
 use tc_vault::vault::content_hash;
 
 /// The most words one chunk holds (a few hundred tokens).
 pub const MAX_CHUNK_WORDS: usize = 300;
 
-/// One outgoing wikilink or embed.
+/// One outgoing link: a wikilink, an embed or a Markdown link to a file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LinkFact {
-    /// The target as written (`Plan`, `folder/Plan.md`, `img.png`).
+    /// The target as written (`Plan`, `folder/Plan.md`, `img.png`); a Markdown link's
+    /// path decoded (`../My Plan.md`), resolved from its note's folder.
     pub target: String,
     /// [`name_key`] of the target.
     pub name_key: String,
     pub embed: bool,
+    /// A Markdown link `[text](path)` rather than a wikilink.
+    pub markdown: bool,
+    /// 1-based line of the link in the file.
+    pub line: usize,
+    /// The whole link as written (`[[Plan|p]]`, `[p](Plan.md)`).
+    pub text: String,
+}
+
+// r[impl index.links.markdown]
+/// Every link of a note's text, of both kinds, as the index keeps them.
+pub fn link_facts(text: &str) -> Vec<LinkFact> {
+    tc_vault::mdlinks::find_note_links(text)
+        .into_iter()
+        .map(|l| LinkFact {
+            name_key: name_key(&l.target),
+            markdown: l.kind == tc_vault::mdlinks::LinkKind::Markdown,
+            line: l.line,
+            text: text[l.range].to_owned(),
+            target: l.target,
+            embed: l.embed,
+        })
+        .collect()
 }
 
 /// One heading of a note.
@@ -343,15 +366,7 @@ pub fn analyze(bytes: &[u8]) -> NoteFacts {
         }
         None => Vec::new(),
     };
-    let links = find_links(&text)
-        .into_iter()
-        .filter(|l| !l.target.trim().is_empty())
-        .map(|l| LinkFact {
-            name_key: name_key(&l.target),
-            target: l.target,
-            embed: l.embed,
-        })
-        .collect();
+    let links = link_facts(&text);
 
     let mut headings = Vec::new();
     let mut path: Vec<Heading> = Vec::new();

@@ -85,6 +85,13 @@ pub const MIGRATIONS: &[&str] = &[
     // option) instead of lingering in older segments until a merge: a permanent delete
     // leaves no word of the note in cache.db (spec `vault.delete.permanent-gone`).
     "INSERT INTO index_fts (index_fts, rank) VALUES ('secure-delete', 1);",
+    // Markdown links beside wikilinks, each with its line and text as written (spec/index.md
+    // `index.links.markdown`): every note is read again, since the rows it had lack them.
+    "ALTER TABLE index_links ADD COLUMN markdown INTEGER NOT NULL DEFAULT 0;
+     ALTER TABLE index_links ADD COLUMN line INTEGER NOT NULL DEFAULT 0;
+     ALTER TABLE index_links ADD COLUMN raw TEXT NOT NULL DEFAULT '';
+     DELETE FROM index_links;
+     UPDATE index_files SET mtime_ns = -1, hash = NULL;",
     // Frontmatter properties (spec/metadata.md `metadata.properties.index`): one row per key,
     // nested keys by their dotted path, with the value as JSON and its type; the values a key
     // matches, lowercased, each list item apart, so a lookup by key and value is one range of

@@ -3,6 +3,7 @@
 
 pub mod properties;
 pub mod recent;
+pub mod links;
 pub mod tags;
 
 use tc_tools::{Registry, RegistryBuildError};
@@ -15,6 +16,10 @@ pub fn register(registry: &mut Registry) -> Result<(), RegistryBuildError> {
     registry.add(tags::AddTag)?;
     registry.add(tags::RemoveTag)?;
     registry.add(tags::RenameTag)?;
+    registry.add(links::GetBacklinks)?;
+    registry.add(links::GetOutgoingLinks)?;
+    registry.add(links::FindOrphans)?;
+    registry.add(links::FindUnresolvedLinks)?;
     registry.add(properties::ListProperties)?;
     registry.add(properties::ReadProperty)?;
     registry.add(properties::FindNotesByProperty)?;

@@ -17,9 +17,9 @@
 
 use tc_tools::context::LinkCandidates;
 use tc_tools::{ToolCx, ToolError};
-use tc_vault::links::{LinkResolver, LinkRewrite, rewrite_links};
+use tc_vault::links::LinkResolver;
 use tc_vault::path::{FolderPath, VaultPath};
-use tc_vault::rewrite::{RewritePlan, TouchedNote};
+use tc_vault::rewrite::{NoteRewrite, RewritePlan, is_canvas, plan_file};
 
 pub(crate) use tc_tools::note_write::{
     check_observed, check_prev_hash, exists_error, guard_for, kind_for, not_found, note, preflight,
@@ -45,37 +45,35 @@ pub(crate) fn link_sources(
     }
 }
 
-/// What `rewrite` would change in `notes` (those under `folder` that `include` lets
-/// through), each note read from its file: the index only chose which notes to read.
+/// What `rewrite` would change in `files` (the notes and canvases under `folder` that
+/// `include` lets through), each read from its file: the index only chose which to read.
 pub(crate) fn plan_over(
     cx: &ToolCx<'_>,
-    notes: &[VaultPath],
+    files: &[VaultPath],
     folder: &FolderPath,
     resolver: &LinkResolver,
-    rewrite: &LinkRewrite<'_>,
+    rewrite: &NoteRewrite<'_>,
     include: &dyn Fn(&VaultPath) -> bool,
 ) -> Result<RewritePlan, ToolError> {
     let mut plan = RewritePlan::default();
-    for path in notes {
-        if !path.is_note() || !path.is_within(folder) || !include(path) {
+    for path in files {
+        if !(path.is_note() || is_canvas(path)) || !path.is_within(folder) || !include(path) {
             continue;
         }
-        let Some(content) = cx.vault().read_if_exists(path)? else {
-            // Gone since the index saw it: nothing to rewrite.
-            continue;
-        };
-        let Ok(text) = std::str::from_utf8(&content.bytes) else {
-            continue;
-        };
-        if let Some((new_content, links)) = rewrite_links(text, resolver, rewrite) {
-            plan.notes.push(TouchedNote {
-                path: path.clone(),
-                hash: content.hash,
-                new_content,
-                links,
-            });
+        if let Some(touched) = plan_file(cx.vault(), path, resolver, rewrite)? {
+            plan.notes.push(touched);
         }
     }
     plan.notes.sort_by(|a, b| a.path.cmp(&b.path));
+    plan.notes.dedup_by(|a, b| a.path == b.path);
     Ok(plan)
+}
+
+// r[impl vault.links.canvas]
+/// The notes the index names for a rewrite, with every canvas of the vault (a canvas's
+/// references are not in the index, and a vault holds few canvases).
+pub(crate) fn with_canvases(notes: &[VaultPath], resolver: &LinkResolver) -> Vec<VaultPath> {
+    let mut files: Vec<VaultPath> = notes.to_vec();
+    files.extend(resolver.files_with_extension("canvas").cloned());
+    files
 }

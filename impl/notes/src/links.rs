@@ -23,10 +23,10 @@ use tc_vault::conventions::{ContentFacts, Prior, WriteIntent, WriteKind};
 use tc_vault::error::VaultError;
 use tc_vault::links::{LinkMatcher, LinkResolver, LinkRewrite, find_links, validate_link_target};
 use tc_vault::path::{FolderPath, VaultPath};
-use tc_vault::rewrite::{RewritePlan, build_resolver, plan_rewrite};
+use tc_vault::rewrite::{NoteRewrite, RewritePlan, build_resolver, plan_rewrite};
 use tc_vault::vault::{NoteContent, Precondition};
 
-use crate::common::{check_prev_hash, link_sources, not_found, note, plan_over};
+use crate::common::{check_prev_hash, link_sources, not_found, note, plan_over, with_canvases};
 
 fn yes() -> bool {
     true
@@ -92,13 +92,28 @@ fn plan_for(cx: &ToolCx<'_>, args: &RewriteLinkArgs) -> Result<RewritePlan, Tool
     let include = |p: &VaultPath| acl.can_read_at(cx.vault().root(), p, scopes);
     let plan_with = |resolver: &LinkResolver, notes: Option<&[VaultPath]>| {
         let matcher = LinkMatcher::for_target(resolver, &args.from_target);
-        let rewrite = LinkRewrite {
-            matcher: &matcher,
-            new_target: &args.to_target,
-            include_embeds: args.include_embeds,
+        // r[impl metadata.links.rewrite-link-kinds]
+        // Markdown links and canvases get a path to the file to_target names, when it names
+        // one: they cannot carry a bare link text.
+        let rewrite = NoteRewrite {
+            links: LinkRewrite {
+                matcher: &matcher,
+                new_target: &args.to_target,
+                include_embeds: args.include_embeds,
+            },
+            new_file: resolver.resolve(&args.to_target),
+            after: None,
+            moved: None,
         };
         match notes {
-            Some(notes) => plan_over(cx, notes, &folder, resolver, &rewrite, &include),
+            Some(notes) => plan_over(
+                cx,
+                &with_canvases(notes, resolver),
+                &folder,
+                resolver,
+                &rewrite,
+                &include,
+            ),
             None => Ok(plan_rewrite(
                 cx.vault(),
                 &folder,
@@ -117,6 +132,7 @@ fn plan_for(cx: &ToolCx<'_>, args: &RewriteLinkArgs) -> Result<RewritePlan, Tool
 }
 
 // r[impl drift.bind.rewrite-link]
+// r[impl drift.bind.rewrite-link.canvases]
 fn plan_state(plan: RewritePlan) -> TargetState<Option<RewritePlan>> {
     let observed: Vec<(VaultPath, Option<String>)> = plan
         .state()
@@ -142,7 +158,7 @@ impl Tool for RewriteLink {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "rewrite_link",
-            description: "Rewrite wikilinks and embeds that point at from_target so they point at to_target, in folder (the whole vault when absent). dry_run (default true) only reports; applying needs the human's confirmation.",
+            description: "Rewrite links of every kind (wikilinks, embeds, Markdown links, canvas cards) that point at from_target so they point at to_target, in folder (the whole vault when absent). dry_run (default true) only reports; applying needs the human's confirmation.",
             annotations: Annotations::writes(true, true),
             scopes: &["write:notes"],
             changes_notes: true,

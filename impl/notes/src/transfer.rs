@@ -8,17 +8,18 @@ use serde::{Deserialize, Serialize};
 use tc_gate::ConfirmationTargets;
 use tc_tools::{
     Annotations, Gating, HandlerFailure, Precheck, Summary, TargetState, Tool, ToolCx, ToolError,
-    ToolSpec,
+    ToolSpec, path_state,
 };
 use tc_vault::acl::AclOp;
 use tc_vault::conventions::{ContentFacts, ConventionBlocked, Prior, WriteIntent, WriteKind};
-use tc_vault::links::{LinkMatcher, LinkResolver, LinkRewrite, validate_link_target};
+use tc_vault::links::{LinkMatcher, LinkRewrite, validate_link_target};
 use tc_vault::path::{FolderPath, VaultPath};
-use tc_vault::rewrite::{RewritePlan, build_resolver, plan_backlinks};
+use tc_vault::rewrite::{NoteRewrite, RewritePlan, build_resolver, plan_backlinks};
 use tc_vault::vault::Precondition;
 
 use crate::common::{
     exists_error, guard_for, link_sources, not_found, note, plan_over, preflight, read_as_observed,
+    with_canvases,
 };
 
 fn yes() -> bool {
@@ -134,28 +135,34 @@ fn backlink_plan(
         let (plan, _) = plan_backlinks(cx.vault(), &resolver, from, to, &include)?;
         return Ok(plan);
     };
+    // r[impl metadata.links.move-kinds]
+    // r[impl drift.bind.move-note.canvases]
     // The same plan as plan_backlinks, over the notes the index names as linking to a file
-    // of the moved note's name (no other note can hold a link that resolves to it).
+    // of the moved note's name (no other note can hold a link that resolves to it), the
+    // canvases, and the moved note itself (its relative Markdown links follow it).
     let resolver = found.resolver.as_ref();
-    // The link text for `to` after the move: only files of `to`'s name take part in
-    // resolving it, so a resolver over them stands in for a copy of the whole vault's.
-    let index = cx
-        .binding
-        .index()
-        .ok_or_else(|| ToolError::internal("reading the vault index"))?;
-    let mut after = LinkResolver::new(index.files_named(to.as_str()));
+    // The vault's files after the move: the moved note's own relative links are read
+    // against them from its new folder, and link texts for `to` are chosen among them.
+    let mut after = resolver.clone();
     after.remove(from);
     after.insert(to.clone());
     let new_target = after.link_text_for(to);
     let matcher = LinkMatcher::Resolved(from.clone());
-    let rewrite = LinkRewrite {
-        matcher: &matcher,
-        new_target: &new_target,
-        include_embeds: true,
+    let rewrite = NoteRewrite {
+        links: LinkRewrite {
+            matcher: &matcher,
+            new_target: &new_target,
+            include_embeds: true,
+        },
+        new_file: Some(to),
+        after: Some(&after),
+        moved: Some((from, to)),
     };
+    let mut files = with_canvases(&found.notes, resolver);
+    files.push(from.clone());
     let mut plan = plan_over(
         cx,
-        &found.notes,
+        &files,
         &FolderPath::root(),
         resolver,
         &rewrite,
@@ -273,6 +280,39 @@ impl Tool for MoveNote {
             acl,
             plan: Arc::new(plan),
         })
+    }
+
+    // r[impl drift.bind.move-note.gained]
+    /// The content of every declared path and of every note or canvas that links to the
+    /// moved note now: a check made without a new precheck (the shim's, after its prompt)
+    /// plans the backlinks again, so a note or canvas that gained a link to it meanwhile
+    /// joins the binding and is drift, as on the routes that run the precheck again.
+    fn state(
+        &self,
+        cx: &ToolCx<'_>,
+        args: &MoveNoteArgs,
+        precheck: &Precheck<Self::Plan>,
+    ) -> Result<TargetState, ToolError> {
+        let mut paths = precheck.declared_paths();
+        if args.update_backlinks {
+            let (from, to) = (note(&args.from)?, note(&args.to)?);
+            for touched in backlink_plan(cx, &from, &to)?.notes {
+                if !paths.contains(&touched.path) {
+                    paths.push(touched.path);
+                }
+            }
+        }
+        path_state(cx.vault(), &paths)
+    }
+
+    fn state_after_precheck(
+        &self,
+        cx: &ToolCx<'_>,
+        _args: &MoveNoteArgs,
+        precheck: &Precheck<Self::Plan>,
+    ) -> Result<TargetState, ToolError> {
+        // The precheck planned the backlinks a moment ago: its declared paths hold them.
+        path_state(cx.vault(), &precheck.declared_paths())
     }
 
     // r[impl tools.summary.move]

@@ -19,6 +19,7 @@
 //! tc-notes.
 
 pub mod acl;
+pub mod canvas_refs;
 pub mod conventions;
 pub mod error;
 pub mod frontmatter_edit;
@@ -26,6 +27,7 @@ pub mod frontmatter_edit;
 pub mod fuzz_bodies;
 pub mod links;
 pub mod locate;
+pub mod mdlinks;
 pub mod note;
 pub mod path;
 pub mod rewrite;

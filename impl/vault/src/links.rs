@@ -196,7 +196,7 @@ pub fn validate_link_target(target: &str) -> Result<(), String> {
 
 /// The comparison key of a target or a file: lowercase, without a leading `/`, without the
 /// `.md` of notes.
-fn key_of(text: &str) -> String {
+pub(crate) fn key_of(text: &str) -> String {
     let text = text.trim().trim_start_matches('/');
     let text = strip_md(text);
     text.to_lowercase()
@@ -254,6 +254,24 @@ impl LinkResolver {
 
     pub fn contains(&self, file: &VaultPath) -> bool {
         self.files.contains(file)
+    }
+
+    /// The file at exactly this vault path, if there is one.
+    pub fn exact(&self, path: &str) -> Option<&VaultPath> {
+        let path = VaultPath::parse(path).ok()?;
+        self.files.get(&path)
+    }
+
+    /// Every file whose path ends with `.{extension}` (ASCII case-insensitive), in path order.
+    pub fn files_with_extension<'a>(
+        &'a self,
+        extension: &'a str,
+    ) -> impl Iterator<Item = &'a VaultPath> + 'a {
+        self.files.iter().filter(move |f| {
+            f.as_str()
+                .rsplit_once('.')
+                .is_some_and(|(_, ext)| ext.eq_ignore_ascii_case(extension))
+        })
     }
 
     /// The file a link target points at, if any.
@@ -327,11 +345,15 @@ impl LinkMatcher {
         if link.target.trim().is_empty() {
             return false;
         }
+        self.matches_resolved(resolver.resolve(&link.target), &link.target)
+    }
+
+    /// Whether a link whose target text is `target` and that resolves to `resolved` is one
+    /// this matcher names.
+    pub fn matches_resolved(&self, resolved: Option<&VaultPath>, target: &str) -> bool {
         match self {
-            LinkMatcher::Resolved(file) => resolver.resolve(&link.target) == Some(file),
-            LinkMatcher::Dangling(key) => {
-                resolver.resolve(&link.target).is_none() && key_of(&link.target) == *key
-            }
+            LinkMatcher::Resolved(file) => resolved == Some(file),
+            LinkMatcher::Dangling(key) => resolved.is_none() && key_of(target) == *key,
         }
     }
 }

@@ -14,11 +14,159 @@
 //!
 //! Notes that are not valid UTF-8 are not rewritten (a lossy rewrite would damage them).
 
+use std::ops::Range;
+
+use crate::canvas_refs::rewrite_canvas_refs;
 use crate::error::{VaultError, VaultResult};
-use crate::links::{LinkMatcher, LinkResolver, LinkRewrite, rewrite_links};
+use crate::links::{LinkMatcher, LinkResolver, LinkRewrite, find_links};
+use crate::mdlinks::{
+    MdTarget, encode_like, find_md_links_beside, has_md, md_path_for, resolve_markdown,
+};
 use crate::path::{FolderPath, VaultPath};
 use crate::vault::{Precondition, Vault, WriteOutcome, content_hash};
 use crate::walk::{Walk, WalkFilter};
+
+/// A rewrite of the links of every kind (wikilinks, embeds, Markdown links) that lead to a
+/// target, and of canvases' references to it.
+#[derive(Debug, Clone)]
+pub struct NoteRewrite<'a> {
+    /// Which links, the wikilink text they get, and whether embeds are rewritten.
+    pub links: LinkRewrite<'a>,
+    /// The file the rewritten links must lead to, when there is one: Markdown links get a
+    /// path to it in their own style, canvases its path. Without one, a Markdown link gets
+    /// `links.new_target` as its path and canvases are left alone.
+    pub new_file: Option<&'a VaultPath>,
+    /// The vault's files when the new text is read (after a move), when they differ from
+    /// the resolver the links are matched with.
+    pub after: Option<&'a LinkResolver>,
+    /// The note this call moves (`from`, `to`): its own relative Markdown links are
+    /// rewritten to lead where they led before, read from its new folder.
+    pub moved: Option<(&'a VaultPath, &'a VaultPath)>,
+}
+
+// r[impl vault.links.rewrite-spans]
+/// The note at `source` with every link the rewrite names replaced (only the target text
+/// of a wikilink, only the path of a Markdown link), and how many were; `None` when none is.
+pub fn rewrite_note(
+    content: &str,
+    source: &VaultPath,
+    resolver: &LinkResolver,
+    rewrite: &NoteRewrite<'_>,
+) -> Option<(String, usize)> {
+    let mut edits: Vec<(Range<usize>, String)> = Vec::new();
+    let wikis = find_links(content);
+    let lr = &rewrite.links;
+    for link in &wikis {
+        if link.target.trim().is_empty() || (link.embed && !lr.include_embeds) {
+            continue;
+        }
+        if lr
+            .matcher
+            .matches_resolved(resolver.resolve(&link.target), &link.target)
+        {
+            edits.push((link.target_range.clone(), lr.new_target.to_owned()));
+        }
+    }
+    let after = rewrite.after.unwrap_or(resolver);
+    let source_after = match rewrite.moved {
+        Some((from, to)) if from == source => to,
+        _ => source,
+    };
+    for link in find_md_links_beside(content, &wikis) {
+        let resolved = resolve_markdown(resolver, source, &link.path);
+        let named = (lr.include_embeds || !link.embed)
+            && lr.matcher.matches_resolved(resolved, &link.path);
+        let file = if named {
+            rewrite.new_file
+        } else if source_after != source {
+            // The moved note's own link: rewritten only when its new folder would send it
+            // elsewhere.
+            match resolved {
+                Some(file) if resolve_markdown(after, source_after, &link.path) != Some(file) => {
+                    Some(file)
+                }
+                _ => continue,
+            }
+        } else {
+            continue;
+        };
+        let text = match file {
+            Some(file) => md_path_for(
+                &link,
+                source,
+                resolver,
+                &MdTarget {
+                    source_after,
+                    after,
+                    file,
+                },
+            ),
+            None => {
+                let bare = lr.new_target;
+                let has_ext = bare.rsplit('/').next().is_some_and(|n| n.contains('.'));
+                if has_md(&link.path) && !has_ext {
+                    encode_like(&link, &format!("{bare}.md"))
+                } else {
+                    encode_like(&link, bare)
+                }
+            }
+        };
+        edits.push((link.path_range.clone(), text));
+    }
+    if edits.is_empty() {
+        return None;
+    }
+    edits.sort_by_key(|(range, _)| range.start);
+    let mut out = String::with_capacity(content.len());
+    let mut copied = 0;
+    for (range, text) in &edits {
+        out.push_str(&content[copied..range.start]);
+        out.push_str(text);
+        copied = range.end;
+    }
+    out.push_str(&content[copied..]);
+    Some((out, edits.len()))
+}
+
+impl<'a> From<LinkRewrite<'a>> for NoteRewrite<'a> {
+    /// A rewrite of links to a target with no file to lead to instead.
+    fn from(links: LinkRewrite<'a>) -> Self {
+        NoteRewrite {
+            links,
+            new_file: None,
+            after: None,
+            moved: None,
+        }
+    }
+}
+
+/// Whether a path is a canvas (`.canvas`).
+pub fn is_canvas(path: &VaultPath) -> bool {
+    path.as_str()
+        .rsplit_once('.')
+        .is_some_and(|(_, ext)| ext.eq_ignore_ascii_case("canvas"))
+}
+
+/// What `rewrite` changes in the file at `path` with this `text` (a note's links, a
+/// canvas's references), and how many links.
+pub fn rewrite_file(
+    path: &VaultPath,
+    text: &str,
+    resolver: &LinkResolver,
+    rewrite: &NoteRewrite<'_>,
+) -> Option<(String, usize)> {
+    if is_canvas(path) {
+        let (LinkMatcher::Resolved(from), Some(to)) = (rewrite.links.matcher, rewrite.new_file)
+        else {
+            return None;
+        };
+        rewrite_canvas_refs(text, from.as_str(), to.as_str())
+    } else if path.is_note() {
+        rewrite_note(text, path, resolver, rewrite)
+    } else {
+        None
+    }
+}
 
 /// Indexes every file of the vault (notes and attachments) for link resolution.
 pub fn build_resolver(vault: &Vault) -> VaultResult<LinkResolver> {
@@ -94,47 +242,62 @@ impl RewritePlan {
     }
 }
 
-/// What the rewrite would change under `folder` (recursively), considering only notes for
-/// which `include` is true (the tool passes the caller's ACL).
+/// What the rewrite would change under `folder` (recursively), in notes and canvases,
+/// considering only files for which `include` is true (the tool passes the caller's ACL).
 pub fn plan_rewrite(
     vault: &Vault,
     folder: &FolderPath,
     resolver: &LinkResolver,
-    rewrite: &LinkRewrite<'_>,
+    rewrite: &NoteRewrite<'_>,
     include: &dyn Fn(&VaultPath) -> bool,
 ) -> VaultResult<RewritePlan> {
-    let walk = Walk::new(vault.root(), folder, true, WalkFilter::Notes, None)?;
+    let walk = Walk::new(vault.root(), folder, true, WalkFilter::AllFiles, None)?;
     let mut plan = RewritePlan::default();
     for path in walk {
         let path = path?;
-        if !include(&path) {
+        if !(path.is_note() || is_canvas(&path)) || !include(&path) {
             continue;
         }
-        let content = match vault.read(&path) {
-            Ok(content) => content,
-            // Gone since the listing: nothing to rewrite.
-            Err(VaultError::NoteNotFound { .. }) => continue,
-            Err(e) => return Err(e),
-        };
-        let Ok(text) = std::str::from_utf8(&content.bytes) else {
-            continue;
-        };
-        if let Some((new_content, links)) = rewrite_links(text, resolver, rewrite) {
-            plan.notes.push(TouchedNote {
-                path,
-                hash: content.hash,
-                new_content,
-                links,
-            });
+        if let Some(touched) = plan_file(vault, &path, resolver, rewrite)? {
+            plan.notes.push(touched);
         }
     }
+    plan.notes.sort_by(|a, b| a.path.cmp(&b.path));
     Ok(plan)
 }
 
-/// The backlink update of a move from `from` to `to`: links that resolve to `from` now are
-/// pointed at `to`, with the shortest link text that will resolve to `to` after the move.
-/// A touched note that is the moved note itself is listed at `to`, so the plan applies
-/// after the move (its content, hence its hash, is unchanged by the move).
+/// What `rewrite` changes in the file at `path`, read now; `None` when nothing, when the
+/// file is gone, or when it is not UTF-8.
+pub fn plan_file(
+    vault: &Vault,
+    path: &VaultPath,
+    resolver: &LinkResolver,
+    rewrite: &NoteRewrite<'_>,
+) -> VaultResult<Option<TouchedNote>> {
+    let content = match vault.read_if_exists(path)? {
+        Some(content) => content,
+        // Gone since the listing: nothing to rewrite.
+        None => return Ok(None),
+    };
+    let Ok(text) = std::str::from_utf8(&content.bytes) else {
+        return Ok(None);
+    };
+    Ok(
+        rewrite_file(path, text, resolver, rewrite).map(|(new_content, links)| TouchedNote {
+            path: path.clone(),
+            hash: content.hash,
+            new_content,
+            links,
+        }),
+    )
+}
+
+/// The backlink update of a move from `from` to `to`: links of every kind that resolve to
+/// `from` now are pointed at `to` (wikilinks with the shortest link text that will resolve
+/// to `to` after the move), canvases' references follow, and the moved note's own relative
+/// Markdown links are kept leading where they led. A touched note that is the moved note
+/// itself is listed at `to`, so the plan applies after the move (its content, hence its
+/// hash, is unchanged by the move).
 pub fn plan_backlinks(
     vault: &Vault,
     resolver: &LinkResolver,
@@ -147,10 +310,15 @@ pub fn plan_backlinks(
     after.insert(to.clone());
     let new_target = after.link_text_for(to);
     let matcher = LinkMatcher::Resolved(from.clone());
-    let rewrite = LinkRewrite {
-        matcher: &matcher,
-        new_target: &new_target,
-        include_embeds: true,
+    let rewrite = NoteRewrite {
+        links: LinkRewrite {
+            matcher: &matcher,
+            new_target: &new_target,
+            include_embeds: true,
+        },
+        new_file: Some(to),
+        after: Some(&after),
+        moved: Some((from, to)),
     };
     let mut plan = plan_rewrite(vault, &FolderPath::root(), resolver, &rewrite, include)?;
     for note in &mut plan.notes {
@@ -218,11 +386,12 @@ mod tests {
         let resolver = build_resolver(&vault).unwrap();
         assert!(resolver.contains(&p("d.png")));
         let matcher = LinkMatcher::for_target(&resolver, "target");
-        let rewrite = LinkRewrite {
+        let rewrite: NoteRewrite = LinkRewrite {
             matcher: &matcher,
             new_target: "renamed",
             include_embeds: false,
-        };
+        }
+        .into();
         let plan =
             plan_rewrite(&vault, &FolderPath::root(), &resolver, &rewrite, &|_| true).unwrap();
         let paths: Vec<&str> = plan.notes.iter().map(|n| n.path.as_str()).collect();
@@ -262,11 +431,12 @@ mod tests {
             fixture(&[("target.md", "T"), ("a.md", "[[target]]"), ("b.md", "none")]);
         let resolver = build_resolver(&vault).unwrap();
         let matcher = LinkMatcher::for_target(&resolver, "target");
-        let rewrite = LinkRewrite {
+        let rewrite: NoteRewrite = LinkRewrite {
             matcher: &matcher,
             new_target: "x",
             include_embeds: true,
-        };
+        }
+        .into();
         let plan =
             || plan_rewrite(&vault, &FolderPath::root(), &resolver, &rewrite, &|_| true).unwrap();
         let before = plan_state_hash(&plan());
@@ -303,11 +473,12 @@ mod tests {
         ]);
         let resolver = build_resolver(&vault).unwrap();
         let matcher = LinkMatcher::for_target(&resolver, "target");
-        let rewrite = LinkRewrite {
+        let rewrite: NoteRewrite = LinkRewrite {
             matcher: &matcher,
             new_target: "x",
             include_embeds: true,
-        };
+        }
+        .into();
         let plan =
             plan_rewrite(&vault, &FolderPath::root(), &resolver, &rewrite, &|_| true).unwrap();
         vault

@@ -526,6 +526,11 @@ impl VaultIndex {
         )
     }
 
+    /// The link resolver over every file of the vault, as of the last reconciliation.
+    pub(crate) fn resolver(&self) -> Arc<LinkResolver> {
+        Arc::clone(&self.lock_live().resolver)
+    }
+
     /// The in-memory part, locked (always before the connection: the one lock order).
     pub(crate) fn lock_live(&self) -> MutexGuard<'_, Live> {
         self.live.lock().unwrap_or_else(|e| e.into_inner())

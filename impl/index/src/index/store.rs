@@ -290,10 +290,20 @@ fn store(conn: &Connection, vault: &str, note: &Changed) -> rusqlite::Result<boo
         return Ok(held.is_some());
     };
     let mut link = conn.prepare_cached(
-        "INSERT INTO index_links (vault, src, name_key, target, embed) VALUES (?1, ?2, ?3, ?4, ?5)",
+        "INSERT INTO index_links (vault, src, name_key, target, embed, markdown, line, raw)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
     )?;
     for l in &facts.links {
-        link.execute(params![vault, path, l.name_key, l.target, l.embed])?;
+        link.execute(params![
+            vault,
+            path,
+            l.name_key,
+            l.target,
+            l.embed,
+            l.markdown,
+            l.line as i64,
+            l.text
+        ])?;
     }
     let mut tag = conn.prepare_cached(
         "INSERT OR IGNORE INTO index_tags (vault, path, tag) VALUES (?1, ?2, ?3)",

@@ -5,6 +5,7 @@
 
 pub mod properties;
 pub mod recent;
+pub mod links;
 pub mod tags;
 
 use tc_tools::{ToolCx, ToolError};
