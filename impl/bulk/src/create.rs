@@ -28,7 +28,7 @@ use tc_vault::conventions::WriteIntent;
 use tc_vault::frontmatter_edit;
 use tc_vault::path::VaultPath;
 
-use crate::common::{ItemResult, check_paths};
+use crate::common::{ItemResult, apply_all, check_paths};
 
 /// What `bulk_create_notes` does with a path that holds a note.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
@@ -285,19 +285,26 @@ impl Tool for BulkCreateNotes {
             ))
             .map_err(HandlerFailure::ConventionBlockedBeforeWrite)?;
         }
-        let mut by_outcome: BTreeMap<&'static str, usize> = BTreeMap::new();
-        for write in writes {
+        let results = apply_all(writes, |write| {
             let result = cx.vault().with_note_lock(&write.path, |locked| {
                 let current = locked.read_if_exists()?;
                 check_observed(state, &write.path, current.as_ref())?;
-                let outcome = locked.write(&write.new, &guard_for(current.as_ref()))?;
-                Ok::<_, HandlerFailure>((current.is_some(), outcome.hash))
+                let guard = guard_for(current.as_ref());
+                // r[impl versions.keep.confirmed]
+                let hash = match current {
+                    Some(_) => locked.write_keeping(&write.new, &guard)?.outcome.hash,
+                    None => locked.write(&write.new, &guard)?.hash,
+                };
+                Ok::<_, HandlerFailure>((current.is_some(), hash))
             });
-            let item = match result {
+            match result {
                 Ok((true, hash)) => ItemResult::done(&write.path, "replaced", Some(hash)),
                 Ok((false, hash)) => ItemResult::done(&write.path, "created", Some(hash)),
                 Err(failure) => ItemResult::failed(&write.path, failure),
-            };
+            }
+        });
+        let mut by_outcome: BTreeMap<&'static str, usize> = BTreeMap::new();
+        for item in results {
             *by_outcome.entry(item.outcome).or_default() += 1;
             output.items.push(item);
         }

@@ -25,7 +25,7 @@ use tc_vault::frontmatter_edit;
 use tc_vault::path::{FolderPath, VaultPath};
 use tc_vault::walk::{Walk, WalkFilter};
 
-use crate::common::{ItemResult, MAX_ITEMS, changed_lines, check_paths};
+use crate::common::{ItemResult, MAX_ITEMS, apply_all, changed_lines, check_paths};
 
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -240,20 +240,12 @@ impl Tool for BulkSetProperty {
             failed: 0,
             items: Vec::with_capacity(edits.len()),
         };
-        for edit in edits {
+        let results = apply_all(edits, |edit| {
             let Some(new) = &edit.new else {
-                output.unchanged += 1;
-                output
-                    .items
-                    .push(ItemResult::done(&edit.path, "unchanged", None));
-                continue;
+                return ItemResult::done(&edit.path, "unchanged", None);
             };
             if args.dry_run {
-                output.changed += 1;
-                output
-                    .items
-                    .push(ItemResult::done(&edit.path, "changed", None));
-                continue;
+                return ItemResult::done(&edit.path, "changed", None);
             }
             let result = cx.vault().with_note_lock(&edit.path, |locked| {
                 let current = locked.read_if_exists()?;
@@ -265,19 +257,21 @@ impl Tool for BulkSetProperty {
                     prior_of(current.as_ref()),
                 ))
                 .map_err(HandlerFailure::ConventionBlockedBeforeWrite)?;
-                let outcome = locked.write(new.as_bytes(), &guard_for(current.as_ref()))?;
-                Ok::<_, HandlerFailure>(outcome.hash)
+                // r[impl versions.keep.confirmed]
+                let kept = locked.write_keeping(new.as_bytes(), &guard_for(current.as_ref()))?;
+                Ok::<_, HandlerFailure>(kept.outcome.hash)
             });
-            let item = match result {
-                Ok(hash) => {
-                    output.changed += 1;
-                    ItemResult::done(&edit.path, "changed", Some(hash))
-                }
-                Err(failure) => {
-                    output.failed += 1;
-                    ItemResult::failed(&edit.path, failure)
-                }
-            };
+            match result {
+                Ok(hash) => ItemResult::done(&edit.path, "changed", Some(hash)),
+                Err(failure) => ItemResult::failed(&edit.path, failure),
+            }
+        });
+        for item in results {
+            match item.outcome {
+                "changed" => output.changed += 1,
+                "unchanged" => output.unchanged += 1,
+                _ => output.failed += 1,
+            }
             output.items.push(item);
         }
         Ok(output)

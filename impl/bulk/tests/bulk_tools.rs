@@ -203,6 +203,17 @@ fn set_property_changes_only_the_keys_lines_and_names_at_most_twenty_notes() {
         .unwrap();
     assert_eq!(out["changed"], 25);
     assert_eq!(out["unchanged"], 1);
+    // r[verify bulk.apply.concurrent]
+    let order: Vec<&str> = out["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["path"].as_str().unwrap())
+        .collect();
+    let mut sorted = order.clone();
+    sorted.sort_unstable();
+    assert_eq!(order, sorted, "reported in the planned (walk) order");
+    assert_eq!(order.len(), 26);
     assert_eq!(
         fx.get("p/07.md").unwrap(),
         COMMENTED.replace("status: todo", "status: done")

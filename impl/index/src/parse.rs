@@ -85,6 +85,8 @@ pub struct NoteFacts {
     pub chunks: Vec<Chunk>,
     /// The frontmatter's keys and values (spec/metadata.md `metadata.properties.index`).
     pub properties: Vec<crate::meta::properties::PropertyFact>,
+    /// The task lines (spec/tasks.md `tasks.index`).
+    pub tasks: Vec<crate::meta::tasks::TaskFact>,
 }
 
 // r[impl index.links.name-key]
@@ -113,7 +115,7 @@ static INLINE_TAG: LazyLock<Regex> = LazyLock::new(|| {
 });
 
 /// Whether a line opens or closes a fenced code block (``` or ~~~, up to three spaces in).
-fn fence_marker(line: &str) -> Option<(u8, usize)> {
+pub(crate) fn fence_marker(line: &str) -> Option<(u8, usize)> {
     let indent = line.len() - line.trim_start_matches(' ').len();
     if indent > 3 {
         return None;
@@ -260,7 +262,7 @@ pub fn inline_tag_spans(body: &str) -> Vec<std::ops::Range<usize>> {
     spans
 }
 
-fn closes_fence(line: &str, ch: u8, len: usize) -> bool {
+pub(crate) fn closes_fence(line: &str, ch: u8, len: usize) -> bool {
     fence_marker(line).is_some_and(|(c, l)| c == ch && l >= len)
         && line.trim().bytes().all(|b| b == ch)
 }
@@ -420,6 +422,7 @@ pub fn analyze(bytes: &[u8]) -> NoteFacts {
     }
     chunker.paragraph(&paragraph);
     chunker.flush();
+    let tasks = crate::meta::tasks::facts_of(&text, body);
     NoteFacts {
         hash,
         frontmatter_keys,
@@ -428,6 +431,7 @@ pub fn analyze(bytes: &[u8]) -> NoteFacts {
         links,
         chunks: chunker.chunks,
         properties,
+        tasks,
     }
 }
 

@@ -117,4 +117,25 @@ pub const MIGRATIONS: &[&str] = &[
      CREATE INDEX index_property_values_by_path ON index_property_values (vault, path);
      CREATE INDEX index_files_by_mtime ON index_files (vault, is_note, mtime_ns);
      UPDATE index_files SET mtime_ns = -1, hash = NULL;",
+    // Task lines (spec/tasks.md `tasks.index`): one row per task line in (path, line) order,
+    // the listing's order; every note is read again to fill it.
+    "CREATE TABLE index_tasks (
+         vault      TEXT NOT NULL,
+         path       TEXT NOT NULL,
+         line       INTEGER NOT NULL,
+         status     TEXT NOT NULL,
+         marker     TEXT NOT NULL,
+         text       TEXT NOT NULL,
+         due        TEXT,
+         scheduled  TEXT,
+         start      TEXT,
+         created    TEXT,
+         done       TEXT,
+         cancelled  TEXT,
+         priority   TEXT,
+         recurrence TEXT,
+         tags       TEXT NOT NULL,
+         PRIMARY KEY (vault, path, line)
+     ) STRICT, WITHOUT ROWID;
+     UPDATE index_files SET mtime_ns = -1, hash = NULL;",
 ];

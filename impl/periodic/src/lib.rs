@@ -1,6 +1,10 @@
 //! Journal tools from the vault's own settings: periodic notes and templates (spec/periodic.md)
 //! and tasks (spec/tasks.md).
 
+pub mod tasks;
+
+pub use tasks::TasksFamily;
+
 use tc_tools::{Registry, RegistryBuildError};
 
 /// Adds the family's tools to `registry`, in the order `tools/list` shows them.

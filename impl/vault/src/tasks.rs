@@ -28,6 +28,8 @@
 //! task and then reopening it is judged like reopening it at once. A task without a record
 //! cannot be dated, so it never counts as done "more than 7 days ago".
 
+pub mod fields;
+
 use std::fmt;
 
 /// A task's status.

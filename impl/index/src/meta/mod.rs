@@ -7,6 +7,7 @@ pub mod properties;
 pub mod recent;
 pub mod links;
 pub mod tags;
+pub mod tasks;
 
 use tc_tools::{ToolCx, ToolError};
 
