@@ -2,8 +2,8 @@
 //! shows the plan for nothing, a real run asks once, bound to every note it touches, and
 //! reports item by item.
 //!
-//! - [`create`]: `bulk_create_notes`;
-//! - [`property`]: `bulk_set_property`.
+//! - `create`: `bulk_create_notes`;
+//! - `property`: `bulk_set_property`.
 
 pub mod common;
 pub mod create;

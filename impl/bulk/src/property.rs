@@ -20,7 +20,6 @@ use tc_tools::{
 };
 use tc_vault::acl::AclOp;
 use tc_vault::conventions::{WriteIntent, WriteKind};
-use tc_vault::error::VaultError;
 use tc_vault::frontmatter_edit;
 use tc_vault::path::{FolderPath, VaultPath};
 use tc_vault::walk::{Walk, WalkFilter};
@@ -111,7 +110,7 @@ fn plan(cx: &ToolCx<'_>, args: &BulkSetPropertyArgs) -> Result<PropertyPlan, Too
             .ok_or_else(|| not_found(&path))?;
         let text = current.utf8(&path)?;
         let merged = frontmatter_edit::merge(text, &keys)
-            .map_err(|e| ToolError::from(VaultError::from(e.at(&path))))?;
+            .map_err(|e| ToolError::from(e.at(&path)))?;
         let new = (merged != text).then_some(merged);
         if let Some(new) = &new {
             preflight(
