@@ -536,11 +536,16 @@ impl Tool for PruneHubLinks {
                 content_hash: current.hash,
             });
         }
-        let outcome = cx.vault().write(
-            &path,
-            new.as_bytes(),
-            &Precondition::HashIs(current.hash.clone()),
-        )?;
+        // r[impl versions.keep.confirmed]
+        // Applying removes links (always confirmed): the hub as it was is kept first.
+        let outcome = cx
+            .vault()
+            .write_keeping(
+                &path,
+                new.as_bytes(),
+                &Precondition::HashIs(current.hash.clone()),
+            )?
+            .outcome;
         Ok(PruneHubLinksOutput {
             path: path.as_str().to_owned(),
             dry_run: false,

@@ -82,6 +82,12 @@ fn cases() -> Vec<Case> {
             args: json!({"from": "src.md", "to": "b.md", "overwrite": true}),
         },
         Case {
+            tool: "prune_hub_links",
+            path: "hub.md",
+            before: "# Hub\n- [[src]]\n- [[gone]]\n",
+            args: json!({"path": "hub.md", "dry_run": false}),
+        },
+        Case {
             tool: "delete_note",
             path: "a.md",
             before: "deleted words\n",
