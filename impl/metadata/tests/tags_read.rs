@@ -48,6 +48,11 @@ fn list_tags_counts_notes_per_tag_and_under_each_ancestor() {
         ]
     );
     assert!(out["next_cursor"].is_null());
+    // An edit made by hand is counted by the next call.
+    fx.put("notes/other.md", "now #journal\n");
+    let out = fx.call("list_tags", json!({"prefix": "j"})).unwrap();
+    assert_eq!(tag_counts(&out), [("journal".to_owned(), 2)]);
+    fx.put("notes/other.md", "Nothing tagged here (#projects) ;#idea\n");
     // folder and prefix (a leading # is allowed, the case ignored).
     let out = fx
         .call("list_tags", json!({"folder": "notes", "prefix": "#Proj"}))

@@ -176,7 +176,10 @@ fn rename_vault() -> Fx {
     ])
 }
 
-fn changes(out: &Value) -> Vec<(String, Vec<(String, String, bool)>)> {
+/// One change as (old, new, inline).
+type Change = (String, String, bool);
+
+fn changes(out: &Value) -> Vec<(String, Vec<Change>)> {
     out["notes"]
         .as_array()
         .unwrap()
@@ -201,7 +204,7 @@ fn changes(out: &Value) -> Vec<(String, Vec<(String, String, bool)>)> {
         .collect()
 }
 
-fn s(a: &str, b: &str, inline: bool) -> (String, String, bool) {
+fn s(a: &str, b: &str, inline: bool) -> Change {
     (a.to_owned(), b.to_owned(), inline)
 }
 

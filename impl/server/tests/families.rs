@@ -52,7 +52,7 @@ async fn the_server_is_built_from_its_families_and_serves_what_tools_families_na
         names,
         [
             "notes", "sections", "memory", "bridge", "ocr", "search", "git", "sessions",
-            "tasks", "attachments", "bulk"
+            "metadata", "tasks", "attachments", "bulk"
         ]
     );
     // Every served tool comes from exactly one family, and nothing else registers one.

@@ -475,6 +475,22 @@ fn cases() -> Vec<DriftCase> {
             args: || json!({"folder": "m", "key": "status", "value": "done"}),
             change: |v| put(v, "m/17.md", "---\nstatus: todo\n---\nedited\n"),
         },
+        DriftCase {
+            tool: "remove_tag",
+            setup: |v| put(v, "t/n.md", "text #gone here\n"),
+            args: || json!({"path": "t/n.md", "tag": "gone", "location": "inline"}),
+            change: |v| put(v, "t/n.md", "text #gone here\nedited\n"),
+        },
+        DriftCase {
+            tool: "rename_tag",
+            setup: |v| {
+                put(v, "t/a.md", "#old/x here\n");
+                put(v, "t/b.md", "---\ntags: [old]\n---\n");
+            },
+            args: || json!({"from": "old", "to": "new", "dry_run": false}),
+            // A note gaining the tag is drift, like a touched note changing.
+            change: |v| put(v, "t/c.md", "now #old too\n"),
+        },
         // Each gated tool of a family adds its case here: one entry drives it through every
         // route, directly and through call_capability.
     ]

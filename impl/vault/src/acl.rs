@@ -253,6 +253,17 @@ impl Acl {
         Ok(())
     }
 
+    /// Whether `scopes` may read every path of the vault: no `readPaths` list and no rule
+    /// asking for a scope they lack, so no spelling and no link target is refused a read
+    /// (what lets a listing skip judging each path).
+    pub fn reads_everything(&self, scopes: &Scopes) -> bool {
+        self.read.is_none()
+            && self
+                .rules
+                .iter()
+                .all(|rule| rule.scopes.iter().all(|s| scopes.has(s)))
+    }
+
     // r[impl vault.path.links-judged-at-target]
     /// [`Acl::check`] on the caller's spelling and on every place in the vault a link on
     /// the path really leads to ([`VaultRoot::link_targets`]), so a link never grants more

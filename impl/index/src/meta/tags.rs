@@ -2,10 +2,73 @@
 //! parsed them ([`crate::parse`]: frontmatter `tags`/`tag` and inline tags, lowercase). The
 //! caller judges the folder ACL on every path returned.
 
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, LazyLock, Mutex};
+
 use rusqlite::params;
 use tc_tools::ToolError;
 
 use crate::VaultIndex;
+
+/// Every note of a vault that carries a tag, with its tags, as the index held them at one
+/// write epoch.
+#[derive(Debug, Default)]
+pub struct TagSnapshot {
+    /// (path, tags), ordered by path, each note's tags in order.
+    pub notes: Vec<(String, Vec<String>)>,
+}
+
+/// The most snapshots kept (one per vault index of the process).
+const SNAPSHOTS_KEPT: usize = 16;
+
+/// The last snapshot of each (cache.db file, vault), with the write epoch it was read at.
+/// The epoch is advanced in the very transaction that changes a note's facts (tags
+/// included), so a snapshot read at the current epoch is what the tables hold.
+#[allow(clippy::type_complexity)]
+static SNAPSHOTS: LazyLock<Mutex<HashMap<(PathBuf, String), (i64, Arc<TagSnapshot>)>>> =
+    LazyLock::new(|| Mutex::new(HashMap::new()));
+
+/// Every tagged note of the vault with its tags: read once per write epoch of the index,
+/// then shared, so a listing on an unchanged vault does not read every row again. An index
+/// in memory (no file to name it by) is read every time.
+pub fn snapshot(index: &VaultIndex) -> Result<Arc<TagSnapshot>, ToolError> {
+    let file = index.db_path().to_path_buf();
+    let key = (file, index.vault_id().to_owned());
+    let cacheable = key.0.is_file();
+    // The epoch and the rows are read under one hold of the connection, which every write
+    // of the index also takes: they belong together.
+    let conn = index.conn();
+    let epoch = crate::search::common::epoch(&conn).map_err(failed)?;
+    if cacheable
+        && let Ok(kept) = SNAPSHOTS.lock()
+        && let Some((at, snapshot)) = kept.get(&key)
+        && *at == epoch
+    {
+        return Ok(Arc::clone(snapshot));
+    }
+    let mut query = conn
+        .prepare_cached("SELECT path, tag FROM index_tags WHERE vault = ?1 ORDER BY path, tag")
+        .map_err(failed)?;
+    let mut rows = query.query(params![index.vault_id()]).map_err(failed)?;
+    let mut notes: Vec<(String, Vec<String>)> = Vec::new();
+    while let Some(row) = rows.next().map_err(failed)? {
+        let path: String = row.get(0).map_err(failed)?;
+        let tag: String = row.get(1).map_err(failed)?;
+        match notes.last_mut() {
+            Some((last, tags)) if *last == path => tags.push(tag),
+            _ => notes.push((path, vec![tag])),
+        }
+    }
+    let snapshot = Arc::new(TagSnapshot { notes });
+    if cacheable && let Ok(mut kept) = SNAPSHOTS.lock() {
+        if kept.len() >= SNAPSHOTS_KEPT && !kept.contains_key(&key) {
+            kept.clear();
+        }
+        kept.insert(key, (epoch, Arc::clone(&snapshot)));
+    }
+    Ok(snapshot)
+}
 
 fn failed(error: rusqlite::Error) -> ToolError {
     tracing::warn!("reading the tags of the vault index: {error}");
@@ -16,20 +79,6 @@ fn failed(error: rusqlite::Error) -> ToolError {
 /// `tag` itself, then everything from `tag/` up to (not including) `tag0` (`0` follows `/`).
 fn nested_range(tag: &str) -> (String, String) {
     (format!("{tag}/"), format!("{tag}0"))
-}
-
-/// Every (note, tag) pair of the vault, ordered by path then tag.
-pub fn all_tags(index: &VaultIndex) -> Result<Vec<(String, String)>, ToolError> {
-    let conn = index.conn();
-    let mut query = conn
-        .prepare_cached("SELECT path, tag FROM index_tags WHERE vault = ?1 ORDER BY path, tag")
-        .map_err(failed)?;
-    let rows = query
-        .query_map(params![index.vault_id()], |row| {
-            Ok((row.get(0)?, row.get(1)?))
-        })
-        .map_err(failed)?;
-    rows.collect::<Result<_, _>>().map_err(failed)
 }
 
 /// The (note, tag) pairs whose tag is `tag` or nested under it (`tag/…`), ordered by path

@@ -178,6 +178,9 @@ pub fn remove_from_frontmatter(
     tag: &str,
     out: &mut Edited,
 ) -> Result<String, FrontmatterError> {
+    if !frontmatter_mentions(text, tag) {
+        return Ok(text.to_owned());
+    }
     let mut current = text.to_owned();
     for (key, items) in tag_lists(text)? {
         let (gone, kept): (Vec<Json>, Vec<Json>) = items
@@ -204,6 +207,9 @@ pub fn rename_in_frontmatter(
     to: &str,
     out: &mut Edited,
 ) -> Result<String, FrontmatterError> {
+    if !frontmatter_mentions(text, from) {
+        return Ok(text.to_owned());
+    }
     let mut current = text.to_owned();
     for (key, items) in tag_lists(text)? {
         let mut changed = false;
@@ -240,6 +246,12 @@ pub fn rename_in_frontmatter(
         }
     }
     Ok(current)
+}
+
+/// Whether the frontmatter's text holds `tag` (lowercase) anywhere: a note whose block
+/// does not is spared parsing it.
+fn frontmatter_mentions(text: &str, tag: &str) -> bool {
+    split_frontmatter(text).is_some_and(|span| span.yaml.to_lowercase().contains(tag))
 }
 
 /// The note's body and where it starts in `text`.

@@ -54,37 +54,57 @@ pub(crate) fn folder_of(folder: Option<&str>) -> Result<FolderPath, ToolError> {
     }
 }
 
-// r[impl metadata.tags.acl]
-/// The notes of `pairs` (ordered by path) under `folder` that the caller may read, each
-/// with its tags: the ACL is judged once per note.
-pub(crate) fn readable_notes(
-    cx: &ToolCx<'_>,
-    pairs: Vec<(String, String)>,
-    folder: &FolderPath,
-) -> Vec<(VaultPath, Vec<String>)> {
-    let acl = &cx.binding.acl;
-    let scopes = &cx.caller.scopes;
-    let root = cx.vault().root();
-    let mut notes: Vec<(VaultPath, Vec<String>)> = Vec::new();
-    let mut skipped: Option<String> = None;
+/// (path, tags) pairs ordered by path, grouped by note.
+pub(crate) fn by_note(pairs: Vec<(String, String)>) -> Vec<(String, Vec<String>)> {
+    let mut notes: Vec<(String, Vec<String>)> = Vec::new();
     for (path, tag) in pairs {
-        if let Some((last, tags)) = notes.last_mut()
-            && last.as_str() == path
-        {
-            tags.push(tag);
-            continue;
-        }
-        if skipped.as_deref() == Some(path.as_str()) {
-            continue;
-        }
-        match VaultPath::parse(&path) {
-            Ok(p) if p.is_within(folder) && acl.can_read_at(root, &p, scopes) => {
-                notes.push((p, vec![tag]));
-            }
-            _ => skipped = Some(path),
+        match notes.last_mut() {
+            Some((last, tags)) if *last == path => tags.push(tag),
+            _ => notes.push((path, vec![tag])),
         }
     }
     notes
+}
+
+// r[impl metadata.tags.acl]
+/// Which notes a listing may show: those under the folder the caller may read. A caller
+/// the ACL lets read everything is not judged note by note (no path of the vault would be
+/// refused), which keeps a listing of a large vault cheap.
+pub(crate) struct Readable<'c, 'a> {
+    cx: &'c ToolCx<'a>,
+    everything: bool,
+    /// `folder/`, or `None` for the vault root.
+    folder: Option<String>,
+}
+
+impl<'c, 'a> Readable<'c, 'a> {
+    pub fn new(cx: &'c ToolCx<'a>, folder: &FolderPath) -> Self {
+        Readable {
+            cx,
+            everything: cx.binding.acl.reads_everything(&cx.caller.scopes),
+            folder: (!folder.is_root()).then(|| format!("{}/", folder.as_str())),
+        }
+    }
+
+    /// Whether every note of the vault is shown (no folder, an ACL that hides nothing).
+    pub fn shows_all(&self) -> bool {
+        self.everything && self.folder.is_none()
+    }
+
+    pub fn admits(&self, path: &str) -> bool {
+        if let Some(folder) = &self.folder
+            && !path.starts_with(folder.as_str())
+        {
+            return false;
+        }
+        self.everything
+            || VaultPath::parse(path).is_ok_and(|p| {
+                self.cx
+                    .binding
+                    .acl
+                    .can_read_at(self.cx.vault().root(), &p, &self.cx.caller.scopes)
+            })
+    }
 }
 
 /// What a page's envelope (vault, next_cursor, braces) may cost at most.
@@ -187,7 +207,7 @@ pub(crate) fn fill_page<T: Serialize>(
     Ok((page, None))
 }
 
-/// Where a tag goes or is taken from.
+// Where a tag goes or is taken from (no doc comment: it would be advertised).
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize, schemars::JsonSchema,
 )]

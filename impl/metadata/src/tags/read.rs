@@ -3,6 +3,8 @@
 //! `metadata.find-notes-by-tag`, `metadata.tags.acl`).
 
 use std::collections::BTreeMap;
+use std::ops::Bound;
+use std::sync::{Arc, LazyLock, Mutex};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -13,7 +15,7 @@ use tc_tools::{
 };
 
 use super::edit::within;
-use super::{Paging, fill_page, folder_of, readable_notes, tag_argument};
+use super::{Paging, Readable, by_note, fill_page, folder_of, tag_argument};
 
 const LIST_TAGS: &str = "list_tags";
 const FIND_NOTES_BY_TAG: &str = "find_notes_by_tag";
@@ -88,6 +90,33 @@ pub fn count_tags<'a>(notes: impl Iterator<Item = &'a [String]>) -> BTreeMap<Str
     counts
 }
 
+/// The most whole-vault counts kept (one per vault index of the process).
+const COUNTS_KEPT: usize = 16;
+
+/// The whole vault's counts, per snapshot of its tags: a snapshot is shared for as long as
+/// the index is unchanged, and so are its counts.
+#[allow(clippy::type_complexity)]
+static COUNTS: LazyLock<Mutex<Vec<(Arc<q::TagSnapshot>, Arc<BTreeMap<String, usize>>)>>> =
+    LazyLock::new(|| Mutex::new(Vec::new()));
+
+fn whole_vault_counts(snapshot: &Arc<q::TagSnapshot>) -> Arc<BTreeMap<String, usize>> {
+    if let Ok(kept) = COUNTS.lock()
+        && let Some((_, counts)) = kept.iter().find(|(s, _)| Arc::ptr_eq(s, snapshot))
+    {
+        return Arc::clone(counts);
+    }
+    let counts = Arc::new(count_tags(
+        snapshot.notes.iter().map(|(_, tags)| tags.as_slice()),
+    ));
+    if let Ok(mut kept) = COUNTS.lock() {
+        if kept.len() >= COUNTS_KEPT {
+            kept.remove(0);
+        }
+        kept.push((Arc::clone(snapshot), Arc::clone(&counts)));
+    }
+    counts
+}
+
 impl Tool for ListTags {
     type Args = ListTagsArgs;
     type Output = ListTagsOutput;
@@ -120,14 +149,33 @@ impl Tool for ListTags {
             .unwrap_or_default();
         let paging = Paging::open(cx, LIST_TAGS, args, args.cursor.as_deref())?;
         let index = meta::fresh(cx)?;
-        let notes = readable_notes(cx, q::all_tags(index)?, &folder);
-        let counts = count_tags(notes.iter().map(|(_, tags)| tags.as_slice()));
-        let start = paging.after.clone();
+        let snapshot = q::snapshot(index)?;
+        let readable = Readable::new(cx, &folder);
+        let counts = if readable.shows_all() {
+            whole_vault_counts(&snapshot)
+        } else {
+            Arc::new(count_tags(
+                snapshot
+                    .notes
+                    .iter()
+                    .filter(|(path, _)| readable.admits(path))
+                    .map(|(_, tags)| tags.as_slice()),
+            ))
+        };
+        let from = match &paging.after {
+            Some(after) => Bound::Excluded(after.clone()),
+            None => Bound::Included(prefix.clone()),
+        };
         let entries = counts
-            .into_iter()
-            .filter(|(tag, _)| tag.starts_with(&prefix))
-            .filter(|(tag, _)| start.as_ref().is_none_or(|after| tag > after))
-            .map(|(tag, notes)| (tag.clone(), TagCount { tag, notes }));
+            .range((from, Bound::Unbounded))
+            .take_while(|(tag, _)| tag.starts_with(&prefix))
+            .map(|(tag, notes)| {
+                let entry = TagCount {
+                    tag: tag.clone(),
+                    notes: *notes,
+                };
+                (tag.clone(), entry)
+            });
         let (tags, last) = fill_page(cx, entries)?;
         let next_cursor = last.map(|last| paging.next(cx, &last)).transpose()?;
         Ok(ListTagsOutput {
@@ -270,11 +318,11 @@ impl Tool for FindNotesByTag {
             .into_iter()
             .filter(|(path, t)| start.as_ref().is_none_or(|after| path > after) && within(t, &tag))
             .collect();
-        let notes = readable_notes(cx, pairs, &folder);
-        let entries = notes.into_iter().map(|(path, tags)| {
-            let path = path.as_str().to_owned();
-            (path.clone(), TaggedNote { path, tags })
-        });
+        let readable = Readable::new(cx, &folder);
+        let entries = by_note(pairs)
+            .into_iter()
+            .filter(|(path, _)| readable.admits(path))
+            .map(|(path, tags)| (path.clone(), TaggedNote { path, tags }));
         let (notes, last) = fill_page(cx, entries)?;
         let next_cursor = last.map(|last| paging.next(cx, &last)).transpose()?;
         Ok(FindNotesByTagOutput {

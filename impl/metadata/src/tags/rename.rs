@@ -27,7 +27,7 @@ use tc_vault::vault::Precondition;
 
 use super::edit::{self, Edited, within};
 use super::write::ChangedTag;
-use super::{ENVELOPE_BYTES, folder_of, readable_notes, tag_argument};
+use super::{ENVELOPE_BYTES, Readable, by_note, folder_of, tag_argument};
 
 fn yes() -> bool {
     true
@@ -36,12 +36,10 @@ fn yes() -> bool {
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RenameTagArgs {
-    /// Renamed with its nested tags (from/x becomes to/x).
     #[schemars(length(min = 1, max = 1024))]
     pub from: String,
     #[schemars(length(min = 1, max = 1024))]
     pub to: String,
-    /// Only notes under this folder; the whole vault when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 4096))]
     pub folder: Option<String>,
@@ -113,8 +111,13 @@ fn plan_for(cx: &ToolCx<'_>, args: &RenameTagArgs) -> Result<RenamePlan, ToolErr
         .into_iter()
         .filter(|(_, tag)| within(tag, &from))
         .collect();
+    let readable = Readable::new(cx, &folder);
     let mut plan = RenamePlan::default();
-    for (path, _) in readable_notes(cx, pairs, &folder) {
+    for (path, _) in by_note(pairs) {
+        if !readable.admits(&path) {
+            continue;
+        }
+        let path = VaultPath::parse(&path)?;
         let Some(current) = cx.vault().read_if_exists(&path)? else {
             continue;
         };
@@ -180,7 +183,7 @@ impl Tool for RenameTag {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "rename_tag",
-            description: "Rename a tag and its nested tags in every note (or under folder). dry_run (default true) lists the changes; applying needs the human's confirmation.",
+            description: "Rename a tag and its nested tags (a/x to b/x) in every note or under folder. dry_run (default true) lists changes; applying asks the human.",
             annotations: Annotations::writes(true, true),
             scopes: &["write:notes"],
             changes_notes: true,
