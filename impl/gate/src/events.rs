@@ -33,16 +33,20 @@ pub enum EventName {
     /// A call's confirmation was refused: declined, not obtained, drifted, or a token that
     /// approved nothing (the reason is in the detail).
     Refused,
+    /// Work a killed process left half done was finished or dropped at start-up (what, in
+    /// the detail).
+    Recovered,
 }
 
 impl EventName {
-    pub const ALL: [EventName; 6] = [
+    pub const ALL: [EventName; 7] = [
         EventName::Requested,
         EventName::Consumed,
         EventName::Released,
         EventName::Overflow,
         EventName::Minted,
         EventName::Refused,
+        EventName::Recovered,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -53,6 +57,7 @@ impl EventName {
             EventName::Overflow => "tc.governor.overflow",
             EventName::Minted => "elicit_minted",
             EventName::Refused => "tc.elicit.refused",
+            EventName::Recovered => "tc.recovery.replayed",
         }
     }
 

@@ -893,6 +893,8 @@ fn event_names_are_the_contract_spellings_and_paging_reads_on() {
             "elicit_minted",
             // (extension) the refusals by reason, for the audit log
             "tc.elicit.refused",
+            // (extension) half-done work finished or dropped at start-up
+            "tc.recovery.replayed",
         ]
     );
     let f = fixture();

@@ -15,7 +15,7 @@ use tc_vault::conventions::{ContentFacts, ConventionBlocked, Prior, WriteIntent,
 use tc_vault::links::{LinkMatcher, LinkRewrite, validate_link_target};
 use tc_vault::path::{FolderPath, VaultPath};
 use tc_vault::rewrite::{NoteRewrite, RewritePlan, build_resolver, plan_backlinks};
-use tc_vault::vault::Precondition;
+use tc_vault::vault::{Precondition, Rewrite};
 
 use crate::common::{
     exists_error, guard_for, link_sources, not_found, note, plan_over, preflight, read_as_observed,
@@ -385,11 +385,28 @@ impl Tool for MoveNote {
         // write landing after the reads above is refused, not moved or overwritten.
         // r[impl versions.keep.confirmed]
         // A move over a note keeps the note it replaces (under the same locks).
-        cx.vault().rename_keeping(
+        // r[impl vault.move.journaled]
+        // The rename and the backlink rewrites are journaled together: a crash between
+        // them is finished when the server starts again.
+        let rewrites: Vec<Rewrite> = plan
+            .map(|plan| {
+                plan.notes
+                    .iter()
+                    .map(|touched| Rewrite {
+                        path: touched.path.clone(),
+                        expected_hash: touched.hash.clone(),
+                        content: touched.new_content.as_bytes().to_vec(),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let moved = cx.vault().move_rewriting(
             &from,
             &to,
             &Precondition::HashIs(source.hash),
             &guard_for(target.as_ref()),
+            true,
+            &rewrites,
         )?;
         let mut report = BacklinkReport {
             notes_updated: Vec::new(),
@@ -398,13 +415,9 @@ impl Tool for MoveNote {
             skipped: Vec::new(),
         };
         if let Some(plan) = plan {
-            for touched in &plan.notes {
-                let guard = Precondition::HashIs(touched.hash.clone());
-                match cx
-                    .vault()
-                    .write(&touched.path, touched.new_content.as_bytes(), &guard)
-                {
-                    Ok(_) => {
+            for (touched, outcome) in plan.notes.iter().zip(&moved.rewrites) {
+                match outcome {
+                    Ok(()) => {
                         if report.notes_updated.len() < crate::common::LISTED_PATHS {
                             report.notes_updated.push(touched.path.as_str().to_owned());
                         }
@@ -413,7 +426,7 @@ impl Tool for MoveNote {
                     }
                     Err(e) => report.skipped.push(SkippedBacklink {
                         path: touched.path.as_str().to_owned(),
-                        code: ToolError::from(&e).code.as_str().to_owned(),
+                        code: ToolError::from(e).code.as_str().to_owned(),
                     }),
                 }
             }

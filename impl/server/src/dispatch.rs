@@ -101,6 +101,51 @@ pub enum BuildError {
     Cap(u64),
 }
 
+// r[impl vault.move.recovered]
+// r[impl events.recovered]
+/// Finishes (or drops) a move a killed process left half done in `vault`, and says so in the
+/// log and the audit events; a failure to do so is logged and the server starts anyway (the
+/// journal stays for the next start).
+fn recover_interrupted_move(vault: &Vault, gate: &Gate) {
+    match vault.recover_interrupted_move() {
+        Ok(None) => {}
+        Ok(Some(done)) => {
+            let paths = |list: &[tc_vault::path::VaultPath]| -> Vec<String> {
+                list.iter().map(|p| p.as_str().to_owned()).collect()
+            };
+            tracing::warn!(
+                vault = vault.id(),
+                from = done.from.as_str(),
+                to = done.to.as_str(),
+                moved = done.moved,
+                rewritten = done.rewritten.len(),
+                left = done.left.len(),
+                "a move interrupted by a crash was {}",
+                if done.moved {
+                    "finished: the links to the moved note were rewritten"
+                } else {
+                    "never applied: nothing was changed"
+                }
+            );
+            let detail = json!({
+                "tool": "move_note",
+                "from": done.from.as_str(),
+                "to": done.to.as_str(),
+                "moved": done.moved,
+                "rewritten": paths(&done.rewritten),
+                "left": paths(&done.left),
+            });
+            if let Err(error) = gate.record_recovery(vault.id(), detail) {
+                tracing::warn!(vault = vault.id(), "recording the recovery event: {error}");
+            }
+        }
+        Err(error) => tracing::warn!(
+            vault = vault.id(),
+            "a move interrupted by a crash could not be finished yet: {error}"
+        ),
+    }
+}
+
 /// The exact call an outcome concerns, owned (for the governor's event).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct CallKey {
@@ -268,6 +313,7 @@ impl ServerCore {
                 WikiSealer::new(&wiki_key, seals),
             )
             .map_err(|e| fail(e.to_string()))?;
+            recover_interrupted_move(&binding.vault, &gate);
             bindings.push(binding);
         }
         let vault_ids = config.vaults.iter().map(|v| v.id.clone()).collect();

@@ -34,12 +34,14 @@ use crate::error::{VaultError, VaultResult};
 use crate::path::{VaultPath, VaultRoot};
 
 mod folders;
+mod journal;
 mod lock;
 mod snapshots;
 mod versions;
 
 use folders::{create_parent, parent_missing};
 
+pub use journal::{MoveOutcome, RecoveredMove, Rewrite};
 pub use snapshots::{SnapshotId, SnapshotInfo, SnapshotKind, snapshot_dir_for};
 pub use versions::{KeptWrite, Retention};
 

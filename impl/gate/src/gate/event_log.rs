@@ -70,6 +70,29 @@ impl Gate {
         Ok(())
     }
 
+    // r[impl events.recovered]
+    /// Records what the server did at start-up with work a killed process left half done in
+    /// vault `vault` (`detail` says what: the operation, its paths, what was finished).
+    pub fn record_recovery(&self, vault: &str, detail: serde_json::Value) -> Result<(), StoreError> {
+        let now = self.now();
+        self.inner.store.with_conn(|conn| {
+            store::insert_event(
+                conn,
+                &store::NewEvent {
+                    at: now,
+                    name: EventName::Recovered.as_str(),
+                    vault: Some(vault),
+                    tool: detail.get("tool").and_then(serde_json::Value::as_str),
+                    args_hash: None,
+                    caller_hash: None,
+                    caller: Some("server"),
+                    detail: &detail.to_string(),
+                },
+            )
+        })?;
+        Ok(())
+    }
+
     /// Records a governor refusal (governor.counted): a tc.governor.overflow event with the
     /// size (or its lower bound) and the limit.
     pub fn record_overflow(
