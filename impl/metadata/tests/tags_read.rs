@@ -54,6 +54,14 @@ fn list_tags_counts_notes_per_tag_and_under_each_ancestor() {
     assert_eq!(tag_counts(&out), [("journal".to_owned(), 2)]);
     fx.put("notes/other.md", "Nothing tagged here (#projects) ;#idea\n");
     // folder and prefix (a leading # is allowed, the case ignored).
+    let out = fx.call("list_tags", json!({"prefix": "project/"})).unwrap();
+    assert_eq!(
+        tag_counts(&out),
+        [
+            ("project/alpha".to_owned(), 2),
+            ("project/beta".to_owned(), 1)
+        ]
+    );
     let out = fx
         .call("list_tags", json!({"folder": "notes", "prefix": "#Proj"}))
         .unwrap();

@@ -145,7 +145,8 @@ impl Tool for ListTags {
         let prefix = args
             .prefix
             .as_deref()
-            .map(super::edit::normalized)
+            // Not a tag: a trailing `/` is kept (`project/` lists only the nested tags).
+            .map(|p| p.trim().trim_start_matches('#').to_lowercase())
             .unwrap_or_default();
         let paging = Paging::open(cx, LIST_TAGS, args, args.cursor.as_deref())?;
         let index = meta::fresh(cx)?;
