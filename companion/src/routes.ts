@@ -1,10 +1,15 @@
 // The companion's routes under /obsidian-tc/v1/ on the Local REST API (spec/bridge.md
-// companion.routes, companion.probe, companion.quickadd, companion.timeout).
+// companion.routes, companion.probe, companion.quickadd, companion.timeout; the Templater
+// route in templater.ts).
 //
 // Kept free of the `obsidian` module so it runs under node's test runner against a
 // stand-in of the app object and of the Local REST API's extension API. The routes are
 // added with the extension API's `addRoute`, so the Local REST API checks the API key on
 // them exactly as on its own routes.
+
+import { type TemplaterApp, templater, templaterHandler } from "./templater";
+
+export { parseTemplater, templater, templaterHandler } from "./templater";
 
 export const PREFIX = "/obsidian-tc/v1";
 export const LOCAL_REST_API_ID = "obsidian-local-rest-api";
@@ -98,6 +103,8 @@ export function hasChoice(choices: unknown, name: string): boolean | undefined {
 export function capabilities(app: AppLike): string[] {
   const caps = ["probe"];
   if (quickAdd(app)) caps.push("quickadd");
+  // r[impl companion.probe.templater]
+  if (templater(app as TemplaterApp)) caps.push("templater");
   return caps;
 }
 
@@ -215,4 +222,5 @@ export function triggerHandler(app: AppLike): Handler {
 export function registerRoutes(api: LocalRestApi, app: AppLike, version: string): void {
   api.addRoute(`${PREFIX}/probe`).get(probeHandler(app, version));
   api.addRoute(`${PREFIX}/quickadd/trigger`).post(triggerHandler(app));
+  api.addRoute(`${PREFIX}/templater/execute`).post(templaterHandler(app as TemplaterApp));
 }

@@ -29,6 +29,7 @@ test("the routes are added through the extension API under /obsidian-tc/v1/", ()
   assert.deepEqual([...restApi.routes.keys()].sort(), [
     "/obsidian-tc/v1/probe",
     "/obsidian-tc/v1/quickadd/trigger",
+    "/obsidian-tc/v1/templater/execute",
   ]);
   assert.ok(restApi.routes.get("/obsidian-tc/v1/probe").get);
   assert.ok(restApi.routes.get("/obsidian-tc/v1/quickadd/trigger").post);

@@ -8,6 +8,10 @@
 //! companion, a connection that broke). Neither is retryable, and the pipeline keeps the
 //! token spent for both, since the handler raised them.
 
+mod templater;
+
+pub use templater::TemplaterRun;
+
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;

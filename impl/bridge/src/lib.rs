@@ -30,7 +30,9 @@ use tc_tools::{Registry, RegistryBuildError, SubsystemSetup};
 
 pub use client::Bridge;
 pub use config::{BridgeConfig, CommandsConfig, VaultSettings};
-pub use tools::{BridgeStatus, Bridges, ExecuteCommand, TriggerQuickadd, VaultBridge};
+pub use tools::{
+    BridgeStatus, Bridges, ExecuteCommand, ExecuteTemplate, TriggerQuickadd, VaultBridge,
+};
 
 /// Builds each vault's bridge from its settings (a bad url, key path or timeout is refused
 /// with an error naming the key).
@@ -67,6 +69,9 @@ pub fn register_tools(
         bridges: Arc::clone(bridges),
     })?;
     registry.add(TriggerQuickadd {
+        bridges: Arc::clone(bridges),
+    })?;
+    registry.add(ExecuteTemplate {
         bridges: Arc::clone(bridges),
     })?;
     registry.add(BridgeStatus {

@@ -1,7 +1,7 @@
 //! A stand-in Obsidian for tests (feature `testing`): a local server speaking the routes of
 //! the Local REST API plugin this crate uses (`GET /`, `GET /obsidian-local-rest-api.crt`,
 //! `POST /commands/{id}/`) and the companion's (`GET /obsidian-tc/v1/probe`,
-//! `POST /obsidian-tc/v1/quickadd/trigger`), over HTTPS with a certificate made for it
+//! `POST /obsidian-tc/v1/quickadd/trigger`, `POST /obsidian-tc/v1/templater/execute`), over HTTPS with a certificate made for it
 //! (self-signed, or signed by its own authority as newer plugins do) or plain HTTP.
 //!
 //! It checks the bearer key as the plugin does, counts what was invoked (recorded when the
@@ -41,6 +41,12 @@ pub struct Behavior {
     pub quickadd_answer: Option<(u16, Value)>,
     /// The command ids Obsidian knows.
     pub known_commands: Vec<String>,
+    /// The companion's answer to a Templater run (status, body); by default the stand-in
+    /// plays Templater on [`Behavior::vault`].
+    pub templater_answer: Option<(u16, Value)>,
+    /// The vault folder the stand-in's Templater writes into: the target gets the
+    /// template's text (created or overwritten), as a template without commands renders.
+    pub vault: Option<std::path::PathBuf>,
 }
 
 impl Default for Behavior {
@@ -51,6 +57,8 @@ impl Default for Behavior {
             companion: true,
             quickadd_answer: None,
             known_commands: vec!["editor:toggle-bold".into(), "app:reload".into()],
+            templater_answer: None,
+            vault: None,
         }
     }
 }
@@ -64,6 +72,8 @@ pub struct Seen {
     pub commands: Mutex<Vec<String>>,
     /// The QuickAdd trigger bodies received (key accepted).
     pub quickadd: Mutex<Vec<Value>>,
+    /// The Templater run bodies received (key accepted).
+    pub templater: Mutex<Vec<Value>>,
     /// Requests that carried an Authorization header before the certificate was fetched.
     pub authorized_cert_fetches: Mutex<usize>,
 }
@@ -238,6 +248,10 @@ impl FakeObsidian {
     }
 
     /// Every request line received so far.
+    pub fn templater_runs(&self) -> Vec<Value> {
+        self.shared.seen.templater.lock().unwrap().clone()
+    }
+
     pub fn requests(&self) -> Vec<String> {
         self.shared.seen.requests.lock().unwrap().clone()
     }
@@ -281,6 +295,7 @@ fn router(shared: Arc<Shared>) -> Router {
         .route("/commands/{id}/", post(command))
         .route("/obsidian-tc/v1/probe", get(companion_probe))
         .route("/obsidian-tc/v1/quickadd/trigger", post(quickadd))
+        .route("/obsidian-tc/v1/templater/execute", post(templater))
         .with_state(shared)
 }
 
@@ -390,4 +405,59 @@ async fn quickadd(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: B
             axum::Json(json!({"ok": true, "result": {"choice": body["choice"]}})).into_response()
         }
     }
+}
+
+/// `POST /obsidian-tc/v1/templater/execute`: Templater writing the template's text to the
+/// target in [`Behavior::vault`] (or the injected answer).
+async fn templater(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
+    note(&shared, "POST /obsidian-tc/v1/templater/execute".into());
+    if !authorized(&headers) {
+        return unauthorized();
+    }
+    let (companion, answer, vault) = {
+        let behavior = shared.behavior.lock().unwrap();
+        (
+            behavior.companion,
+            behavior.templater_answer.clone(),
+            behavior.vault.clone(),
+        )
+    };
+    if !companion {
+        return not_found();
+    }
+    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    shared.seen.templater.lock().unwrap().push(body.clone());
+    if let Some(failure) = injected(&shared).await {
+        return failure;
+    }
+    if let Some((status, value)) = answer {
+        return (StatusCode::from_u16(status).unwrap(), axum::Json(value)).into_response();
+    }
+    let (Some(template), Some(target)) = (body["template"].as_str(), body["target"].as_str())
+    else {
+        return (
+            StatusCode::BAD_REQUEST,
+            axum::Json(
+                json!({"ok": false, "code": "invalid_request", "message": "template and target"}),
+            ),
+        )
+            .into_response();
+    };
+    let Some(vault) = vault else {
+        return axum::Json(json!({"ok": true, "path": target, "created": false})).into_response();
+    };
+    let Ok(text) = std::fs::read(vault.join(template)) else {
+        return (
+            StatusCode::NOT_FOUND,
+            axum::Json(json!({"ok": false, "code": "template_not_found", "message": template})),
+        )
+            .into_response();
+    };
+    let out = vault.join(target);
+    let created = !out.exists();
+    if let Some(parent) = out.parent() {
+        let _ = std::fs::create_dir_all(parent);
+    }
+    let _ = std::fs::write(&out, text);
+    axum::Json(json!({"ok": true, "path": target, "created": created})).into_response()
 }

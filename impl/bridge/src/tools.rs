@@ -8,6 +8,10 @@
 //! `commands.enabled`, the exact allowlist, a configured bridge, a usable key file. The
 //! handler then sends the one request; whatever fails from there keeps the token spent.
 
+mod templater;
+
+pub use templater::{ExecuteTemplate, ExecuteTemplateArgs, ExecuteTemplateOutput};
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
