@@ -91,6 +91,23 @@ fn filters_alone_list_the_notes_they_keep_in_path_order() {
     assert_eq!(garden["score"], 0.0);
     assert_eq!(out["results"][0]["snippet"], "", "a note without text");
     assert_eq!(out["results"][2]["heading"], "Alpha");
+    // Newest first, the hidden note still left out.
+    let newest = fx
+        .call_as(
+            &reader(),
+            "search_notes",
+            json!({"property": {"key": "status"}, "sort": "modified"}),
+        )
+        .unwrap();
+    assert_eq!(
+        hits(&newest),
+        [
+            "work/alpha.md",
+            "home/garden.md",
+            "work/beta.md",
+            "home/empty.md"
+        ]
+    );
     // A folder is a filter too.
     let out = fx.call("search_notes", json!({"folder": "work"})).unwrap();
     assert_eq!(hits(&out), ["work/alpha.md", "work/beta.md"]);

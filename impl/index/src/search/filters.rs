@@ -116,48 +116,65 @@ impl Narrowing<'_> {
 
 // r[impl search.filters.query-optional]
 /// The notes under `folder` in `only` (every note when `None`) that `keep` lets through, in
-/// path order, at most `want` of them when `want` is given: the hits of a call without a
-/// query (each to be shown by its first chunk).
+/// path order or newest first, past the first `skip`, at most `take` of them: the hits of a
+/// call without a query (each to be shown by its first chunk). `keep` (the ACL, which stats
+/// a path's links) is asked only of the notes up to the page's end.
 pub(crate) fn listed(
     index: &VaultIndex,
     folder: &FolderPath,
     only: Option<&HashSet<String>>,
     keep: impl Fn(&str) -> bool,
-    want: usize,
+    by_time: bool,
+    skip: usize,
+    take: usize,
 ) -> rusqlite::Result<Vec<Ranked>> {
-    let mut paths: Vec<String> = match only {
-        Some(set) => {
-            let mut paths: Vec<String> = set
-                .iter()
-                .filter(|p| in_scope(p, folder, None))
-                .cloned()
-                .collect();
-            paths.sort_unstable();
-            paths
+    let mut out = Vec::new();
+    let mut skipped = 0usize;
+    // Whether the page is full once `path` is considered.
+    let mut consider = |path: String| -> bool {
+        if !in_scope(&path, folder, only) || !keep(&path) {
+            return false;
         }
-        None => {
-            let (low, high) = properties::folder_range(folder);
-            let conn = index.conn();
-            let mut query = conn.prepare_cached(
-                "SELECT path FROM index_files
-                 WHERE vault = ?1 AND is_note = 1 AND path >= ?2 AND path < ?3 ORDER BY path",
-            )?;
-            query
-                .query_map(params![index.vault_id(), low, high], |r| r.get(0))?
-                .collect::<rusqlite::Result<_>>()?
+        if skipped < skip {
+            skipped += 1;
+            return false;
         }
-    };
-    paths.retain(|p| keep(p));
-    paths.truncate(want);
-    Ok(paths
-        .into_iter()
-        .map(|path| Ranked {
+        out.push(Ranked {
             path,
             chunk: NO_CHUNK,
             score: 0.0,
             text_match: false,
-        })
-        .collect())
+        });
+        out.len() >= take
+    };
+    if let (Some(set), false) = (only, by_time) {
+        let mut paths: Vec<&String> = set.iter().collect();
+        paths.sort_unstable();
+        for path in paths {
+            if consider(path.clone()) {
+                break;
+            }
+        }
+        return Ok(out);
+    }
+    let (low, high) = properties::folder_range(folder);
+    let conn = index.conn();
+    let mut query = conn.prepare_cached(if by_time {
+        "SELECT path FROM index_files INDEXED BY index_files_by_mtime
+         WHERE vault = ?1 AND is_note = 1 AND path >= ?2 AND path < ?3
+         ORDER BY mtime_ns DESC, path"
+    } else {
+        "SELECT path FROM index_files
+         WHERE vault = ?1 AND is_note = 1 AND path >= ?2 AND path < ?3 ORDER BY path"
+    })?;
+    let mut rows = query.query(params![index.vault_id(), low, high])?;
+    while let Some(row) = rows.next()? {
+        if consider(row.get(0)?) {
+            break;
+        }
+    }
+    drop(rows);
+    Ok(out)
 }
 
 /// The chunk of a hit listed without a query, until its first chunk is looked up.

@@ -333,9 +333,13 @@ impl Tool for SearchNotes {
         let acl = &cx.binding.acl;
         let scopes = &cx.caller.scopes;
         let root = cx.vault().root();
+        // Judging a path stats its links: skipped when the caller may read every path.
+        let everything = acl.reads_everything(scopes);
         // r[impl search.acl]
         let keep = |path: &str| {
-            tc_vault::path::VaultPath::parse(path).is_ok_and(|p| acl.can_read_at(root, &p, scopes))
+            everything
+                || tc_vault::path::VaultPath::parse(path)
+                    .is_ok_and(|p| acl.can_read_at(root, &p, scopes))
         };
         let failed = |e: rusqlite::Error| {
             tracing::warn!("search_notes: {e}");
@@ -352,6 +356,7 @@ impl Tool for SearchNotes {
             (skip, limit + 1)
         };
         let query = args.query.as_deref().unwrap_or_default();
+        let mut listed_in_order = false;
         let searched = match args.mode {
             SearchMode::Regex => {
                 let re = plan
@@ -363,8 +368,11 @@ impl Tool for SearchNotes {
             }
             SearchMode::Text => match fts.as_deref() {
                 Some(fts) => ranked(index, fts, &folder, only, keep, from, take),
-                None => filters::listed(index, &folder, only, keep, from.saturating_add(take))
-                    .map(|all| all.into_iter().skip(from).collect()),
+                // Listed in the sort's own order: the page is cut here.
+                None => {
+                    listed_in_order = true;
+                    filters::listed(index, &folder, only, keep, by_time, skip, limit + 1)
+                }
             },
             SearchMode::Semantic | SearchMode::Hybrid => {
                 let mode = args.mode.as_str();
@@ -389,7 +397,7 @@ impl Tool for SearchNotes {
             }
         };
         let mut found: Vec<Ranked> = searched.map_err(failed)?;
-        if by_time {
+        if by_time && !listed_in_order {
             found = filters::by_modified(index, found)
                 .map_err(failed)?
                 .into_iter()
