@@ -6,21 +6,19 @@ use std::sync::Arc;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tc_gate::ConfirmationTargets;
+use tc_tools::backlinks::move_backlinks;
 use tc_tools::{
     Annotations, Gating, HandlerFailure, Precheck, Summary, TargetState, Tool, ToolCx, ToolError,
     ToolSpec, path_state,
 };
 use tc_vault::acl::AclOp;
 use tc_vault::conventions::{ContentFacts, ConventionBlocked, Prior, WriteIntent, WriteKind};
-use tc_vault::links::{LinkMatcher, LinkRewrite, validate_link_target};
-use tc_vault::path::{FolderPath, VaultPath};
-use tc_vault::rewrite::{NoteRewrite, RewritePlan, build_resolver, plan_backlinks};
+use tc_vault::links::validate_link_target;
+use tc_vault::path::VaultPath;
+use tc_vault::rewrite::RewritePlan;
 use tc_vault::vault::{Precondition, Rewrite};
 
-use crate::common::{
-    exists_error, guard_for, link_sources, not_found, note, plan_over, preflight, read_as_observed,
-    with_canvases,
-};
+use crate::common::{exists_error, guard_for, not_found, note, preflight, read_as_observed};
 
 fn yes() -> bool {
     true
@@ -117,66 +115,6 @@ pub struct MoveNoteOutput {
 #[derive(Debug)]
 pub struct MoveNote;
 
-// r[impl tools.move-note.backlinks-declared]
-/// The backlinks a move rewrites, over every note the caller may read (a note it may not
-/// read is not revealed). Each of them is then declared for the folder ACL as a write, so a
-/// backlinking note the caller may not change refuses the move by name instead of being
-/// left with a broken link.
-fn backlink_plan(
-    cx: &ToolCx<'_>,
-    from: &VaultPath,
-    to: &VaultPath,
-) -> Result<RewritePlan, ToolError> {
-    let acl = &cx.binding.acl;
-    let scopes = &cx.caller.scopes;
-    let include = |p: &VaultPath| acl.can_read_at(cx.vault().root(), p, scopes) || p == from;
-    let Some(found) = link_sources(cx, &[from.as_str()])? else {
-        let resolver = build_resolver(cx.vault())?;
-        let (plan, _) = plan_backlinks(cx.vault(), &resolver, from, to, &include)?;
-        return Ok(plan);
-    };
-    // r[impl metadata.links.move-kinds]
-    // r[impl drift.bind.move-note.canvases]
-    // The same plan as plan_backlinks, over the notes the index names as linking to a file
-    // of the moved note's name (no other note can hold a link that resolves to it), the
-    // canvases, and the moved note itself (its relative Markdown links follow it).
-    let resolver = found.resolver.as_ref();
-    // The vault's files after the move: the moved note's own relative links are read
-    // against them from its new folder, and link texts for `to` are chosen among them.
-    let mut after = resolver.clone();
-    after.remove(from);
-    after.insert(to.clone());
-    let new_target = after.link_text_for(to);
-    let matcher = LinkMatcher::Resolved(from.clone());
-    let rewrite = NoteRewrite {
-        links: LinkRewrite {
-            matcher: &matcher,
-            new_target: &new_target,
-            include_embeds: true,
-        },
-        new_file: Some(to),
-        after: Some(&after),
-        moved: Some((from, to)),
-    };
-    let mut files = with_canvases(&found.notes, resolver);
-    files.push(from.clone());
-    let mut plan = plan_over(
-        cx,
-        &files,
-        &FolderPath::root(),
-        resolver,
-        &rewrite,
-        &include,
-    )?;
-    for note in &mut plan.notes {
-        if &note.path == from {
-            note.path = to.clone();
-        }
-    }
-    plan.notes.sort_by(|a, b| a.path.cmp(&b.path));
-    Ok(plan)
-}
-
 /// Judges every note a backlink update would rewrite; the moved note itself is judged at
 /// its destination by the move's own intent.
 fn judge_backlinks(
@@ -255,7 +193,7 @@ impl Tool for MoveNote {
                     format!("{why}, so links to the moved note could not name it (pass update_backlinks: false to move it anyway)"),
                 )
             })?;
-            let plan = backlink_plan(cx, &from, &to)?;
+            let plan = move_backlinks(cx, &from, &to)?;
             judge_backlinks(cx, &plan, &to).map_err(|b| ToolError::convention(&b))?;
             Some(plan)
         } else {
@@ -296,7 +234,7 @@ impl Tool for MoveNote {
         let mut paths = precheck.declared_paths();
         if args.update_backlinks {
             let (from, to) = (note(&args.from)?, note(&args.to)?);
-            for touched in backlink_plan(cx, &from, &to)?.notes {
+            for touched in move_backlinks(cx, &from, &to)?.notes {
                 if !paths.contains(&touched.path) {
                     paths.push(touched.path);
                 }

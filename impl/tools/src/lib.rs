@@ -11,6 +11,7 @@
 //! human approves, and the handler. A family of tools (a [`Family`]) adds its tools to a
 //! [`Registry`] through its one `register`; the pipeline never changes when a tool is added.
 
+pub mod backlinks;
 pub mod context;
 pub mod db;
 pub mod error;
