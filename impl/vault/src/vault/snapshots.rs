@@ -6,6 +6,11 @@
 //! Snapshots live in a folder outside the vault (`<cacheDir>/snapshots/<vault-id>/`):
 //! deleting first renames the note aside inside its own folder, snapshots exactly the bytes
 //! it moved, and only then removes it; a failed snapshot puts the note back.
+//!
+//! A snapshot is one file named by its id: a JSON header line (what [`SnapshotInfo`] says and
+//! the file's mode), then the bytes. Written as `<id>.partial`, synced and renamed into
+//! place, it costs two syncs, which every keeping write pays. Snapshots stored as a folder
+//! (`meta.json`, `content`, `mode`) are still read, restored and removed.
 
 use std::fs;
 use std::io::{self, Write};
@@ -13,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 
 use serde::{Deserialize, Serialize};
-use tc_gate::private_fs::{create_private_dir, create_private_dir_all, create_private_file};
+use tc_gate::private_fs::{create_private_dir_all, create_private_file};
 
 use super::{
     Precondition, Vault, content_hash, not_found_or_io, note_metadata_nofollow, sync_dir,
@@ -129,7 +134,7 @@ pub fn snapshot_dir_for(cache_dir: &Path, vault_id: &str) -> VaultResult<PathBuf
     }
 }
 
-pub(super) const SNAPSHOT_META: &str = "meta.json";
+const SNAPSHOT_META: &str = "meta.json";
 const SNAPSHOT_CONTENT: &str = "content";
 /// The deleted note's permission bits, in octal, so a restore gives them back.
 const SNAPSHOT_MODE: &str = "mode";
@@ -188,9 +193,20 @@ impl Vault {
     /// The content a snapshot holds, checked against the hash recorded when it was taken
     /// (so the write gate can judge a restore before anything is written).
     pub fn read_snapshot(&self, info: &SnapshotInfo) -> VaultResult<Vec<u8>> {
-        let dir = self.snapshot_dir.join(info.id.as_str());
-        let bytes = fs::read(dir.join(SNAPSHOT_CONTENT))
-            .map_err(|e| VaultError::io(info.path.as_str(), "read snapshot", e))?;
+        let location = self.snapshot_dir.join(info.id.as_str());
+        let read = if location.is_dir() {
+            fs::read(location.join(SNAPSHOT_CONTENT))
+        } else {
+            fs::read(&location).map(|mut file| {
+                let body = file
+                    .iter()
+                    .position(|b| *b == b'\n')
+                    .map_or(file.len(), |n| n + 1);
+                file.drain(..body);
+                file
+            })
+        };
+        let bytes = read.map_err(|e| VaultError::io(info.path.as_str(), "read snapshot", e))?;
         if content_hash(&bytes) != info.content_hash {
             return Err(VaultError::io(
                 info.path.as_str(),
@@ -204,11 +220,14 @@ impl Vault {
     /// The file mode the note had when it was deleted, when the snapshot recorded one
     /// (snapshots written before modes were recorded restore with the usual mode).
     pub(super) fn snapshot_mode(&self, info: &SnapshotInfo) -> Option<u32> {
-        let text = fs::read_to_string(self.snapshot_dir.join(info.id.as_str()).join(SNAPSHOT_MODE))
-            .ok()?;
-        u32::from_str_radix(text.trim(), 8)
-            .ok()
-            .filter(|mode| *mode <= 0o7777)
+        let location = self.snapshot_dir.join(info.id.as_str());
+        let mode = if location.is_dir() {
+            let text = fs::read_to_string(location.join(SNAPSHOT_MODE)).ok()?;
+            u32::from_str_radix(text.trim(), 8).ok()?
+        } else {
+            read_header(&location).ok()?.mode?
+        };
+        Some(mode).filter(|mode| *mode <= 0o7777)
     }
 
     /// The snapshot `restore` would use, without restoring it (for the confirmation
@@ -265,9 +284,14 @@ impl Vault {
     }
 
     pub(super) fn load_snapshot(&self, id: &SnapshotId) -> io::Result<SnapshotInfo> {
-        let meta = fs::read(self.snapshot_dir.join(id.as_str()).join(SNAPSHOT_META))?;
-        let info: SnapshotInfo = serde_json::from_slice(&meta)
-            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+        let location = self.snapshot_dir.join(id.as_str());
+        let info = if location.is_dir() {
+            let meta = fs::read(location.join(SNAPSHOT_META))?;
+            serde_json::from_slice(&meta)
+                .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?
+        } else {
+            read_header(&location)?.info
+        };
         if &info.id != id {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidData,
@@ -306,25 +330,20 @@ impl Vault {
         // r[impl versions.private]
         // A deleted note's bytes are as private as the note: 0700 folders, 0600 files.
         create_private_dir_all(&self.snapshot_dir).map_err(io_err)?;
-        // Write into a `.partial` folder and rename it into place, so a listed snapshot is
-        // always complete.
+        // Written as `<id>.partial` and renamed into place, so a listed snapshot is always
+        // complete.
+        let mut header = serde_json::to_vec(&Header {
+            info: info.clone(),
+            mode,
+        })
+        .map_err(|e| io_err(io::Error::other(e)))?;
+        header.push(b'\n');
         let partial = self.snapshot_dir.join(format!("{}.partial", id.as_str()));
-        create_private_dir(&partial).map_err(io_err)?;
-        let meta = serde_json::to_vec(&info).map_err(|e| io_err(io::Error::other(e)))?;
-        let result = write_synced(&partial.join(SNAPSHOT_CONTENT), bytes)
-            .and_then(|()| write_synced(&partial.join(SNAPSHOT_META), &meta))
-            .and_then(|()| match mode {
-                Some(mode) => write_synced(
-                    &partial.join(SNAPSHOT_MODE),
-                    format!("{mode:o}\n").as_bytes(),
-                ),
-                None => Ok(()),
-            })
-            .and_then(|()| sync_dir(&partial))
+        let result = write_synced(&partial, &[&header, bytes])
             .and_then(|()| fs::rename(&partial, self.snapshot_dir.join(id.as_str())))
             .and_then(|()| sync_dir(&self.snapshot_dir));
         if let Err(e) = result {
-            let _ = fs::remove_dir_all(&partial);
+            let _ = fs::remove_file(&partial);
             return Err(io_err(e));
         }
         Ok(info)
@@ -353,10 +372,48 @@ pub(super) fn file_mode(location: &Path) -> Option<u32> {
     }
 }
 
-fn write_synced(location: &Path, bytes: &[u8]) -> io::Result<()> {
+fn write_synced(location: &Path, parts: &[&[u8]]) -> io::Result<()> {
     let mut file = create_private_file(location)?;
-    file.write_all(bytes)?;
+    for part in parts {
+        file.write_all(part)?;
+    }
     file.sync_all()
+}
+
+/// Removes a snapshot stored as a folder: its meta first, then the rest.
+pub(super) fn remove_snapshot_dir(dir: &Path) -> io::Result<()> {
+    match fs::remove_file(dir.join(SNAPSHOT_META)) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+        _ => {}
+    }
+    fs::remove_dir_all(dir)
+}
+
+/// The first line of a one-file snapshot.
+#[derive(Debug, Serialize, Deserialize)]
+struct Header {
+    #[serde(flatten)]
+    info: SnapshotInfo,
+    /// The permission bits of the file it was taken from, so a restore gives them back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    mode: Option<u32>,
+}
+
+/// The longest header read: a path of 4,096 bytes escaped, with room to spare.
+const HEADER_LIMIT: u64 = 64 * 1024;
+
+fn read_header(location: &Path) -> io::Result<Header> {
+    use std::io::{BufRead, Read};
+    let file = fs::File::open(location)?;
+    let mut line = Vec::new();
+    io::BufReader::new(file.take(HEADER_LIMIT)).read_until(b'\n', &mut line)?;
+    if line.last() != Some(&b'\n') {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "no snapshot header",
+        ));
+    }
+    serde_json::from_slice(&line).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
 }
 
 #[cfg(test)]

@@ -195,17 +195,17 @@ impl Vault {
         Ok(())
     }
 
-    /// Removes one snapshot: its meta first (so it is never listed half removed), then the
-    /// rest of its folder.
+    /// Removes one snapshot (a folder-stored one: its meta first, so it is never listed
+    /// half removed).
     pub(super) fn remove_snapshot(&self, info: &SnapshotInfo) -> VaultResult<()> {
-        let dir = self.snapshot_dir.join(info.id.as_str());
+        let location = self.snapshot_dir.join(info.id.as_str());
         let io_err = |e| VaultError::io(info.path.as_str(), "remove snapshot", e);
-        match fs::remove_file(dir.join(super::snapshots::SNAPSHOT_META)) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => return Err(io_err(e)),
-        }
-        match fs::remove_dir_all(&dir) {
+        let removed = if location.is_dir() {
+            super::snapshots::remove_snapshot_dir(&location)
+        } else {
+            fs::remove_file(&location)
+        };
+        match removed {
             Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
             Err(e) => return Err(io_err(e)),
@@ -305,14 +305,11 @@ mod tests {
             .unwrap()
             .kept
             .unwrap();
-        let dir = f.vault.snapshot_dir().join(kept.id.as_str());
+        let stored = f.vault.snapshot_dir().join(kept.id.as_str());
         let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode(f.vault.snapshot_dir()), 0o700);
-        assert_eq!(mode(&dir), 0o700);
-        for entry in fs::read_dir(&dir).unwrap() {
-            assert_eq!(mode(&entry.unwrap().path()), 0o600);
-        }
-        assert!(!dir.starts_with(f.vault.root().path()));
+        assert_eq!(mode(&stored), 0o600);
+        assert!(!stored.starts_with(f.vault.root().path()));
         // Restored over the note, the version brings back its bits.
         fs::set_permissions(&file, fs::Permissions::from_mode(0o644)).unwrap();
         f.vault
@@ -450,17 +447,66 @@ mod tests {
             1,
             "other paths keep theirs"
         );
-        let mut left = Vec::new();
-        for entry in fs::read_dir(f.vault.snapshot_dir()).unwrap() {
-            for file in fs::read_dir(entry.unwrap().path()).unwrap() {
-                left.push(fs::read(file.unwrap().path()).unwrap());
-            }
-        }
+        let left: Vec<Vec<u8>> = fs::read_dir(f.vault.snapshot_dir())
+            .unwrap()
+            .map(|entry| fs::read(entry.unwrap().path()).unwrap())
+            .collect();
+        assert_eq!(left.len(), 1);
         for gone in [&b"one"[..], b"two"] {
             assert!(
-                !left.iter().any(|bytes| bytes == gone),
+                !left.iter().any(|bytes| bytes.ends_with(gone)),
                 "no copy of {gone:?}"
             );
         }
+    }
+
+    #[test]
+    fn snapshots_stored_as_folders_are_still_read_restored_and_removed() {
+        let f = TempVault::new();
+        let path = p("old.md");
+        let id = "1799999999000-0011223344556677";
+        let dir = f.vault.snapshot_dir().join(id);
+        fs::create_dir_all(&dir).unwrap();
+        let meta = serde_json::json!({"id": id, "path": "old.md",
+            "created_ms": 1_799_999_999_000i64, "size": 3, "content_hash": content_hash(b"old")});
+        fs::write(dir.join("meta.json"), meta.to_string()).unwrap();
+        fs::write(dir.join("content"), b"old").unwrap();
+        fs::write(dir.join("mode"), "600\n").unwrap();
+        let info = f.vault.find_snapshot(&path, None).unwrap();
+        assert_eq!(
+            info.kind,
+            SnapshotKind::Deleted,
+            "no kind recorded: a delete's"
+        );
+        assert_eq!(f.vault.read_snapshot(&info).unwrap(), b"old");
+        assert_eq!(f.vault.snapshot_mode(&info), Some(0o600));
+        f.vault.restore(&path, None).unwrap();
+        assert_eq!(f.vault.read(&path).unwrap().bytes, b"old");
+        assert_eq!(f.vault.purge_snapshots(&path).unwrap(), 1);
+        assert!(!dir.exists());
+    }
+
+    #[test]
+    fn a_damaged_snapshot_is_refused_not_restored() {
+        let f = TempVault::new();
+        let path = p("a.md");
+        f.vault.write(&path, b"one", &Precondition::None).unwrap();
+        let kept = f
+            .vault
+            .write_keeping(&path, b"two", &Precondition::None)
+            .unwrap()
+            .kept
+            .unwrap();
+        let stored = f.vault.snapshot_dir().join(kept.id.as_str());
+        let mut bytes = fs::read(&stored).unwrap();
+        *bytes.last_mut().unwrap() = b'X';
+        fs::write(&stored, bytes).unwrap();
+        assert!(f.vault.read_snapshot(&kept).is_err());
+        assert!(
+            f.vault
+                .restore_over(&path, None, &Precondition::None)
+                .is_err()
+        );
+        assert_eq!(f.vault.read(&path).unwrap().bytes, b"two");
     }
 }
