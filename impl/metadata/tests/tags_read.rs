@@ -217,3 +217,31 @@ fn long_listings_page_with_a_cursor_bound_to_the_request() {
     assert_eq!(found.len(), 400);
     assert!(found.windows(2).all(|w| w[0] < w[1]));
 }
+
+// r[verify metadata.tags.acl]
+/// A scope rule the caller lacks hides its folder as a `readPaths` list does: the listing
+/// is then judged note by note, not read whole.
+#[test]
+fn a_scope_rule_the_caller_lacks_hides_its_notes_from_the_counts() {
+    let acl = AclConfig {
+        rules: vec![tc_vault::acl::ScopeRuleConfig {
+            glob: "private/**".to_owned(),
+            scopes: vec!["read:private".to_owned()],
+        }],
+        ..AclConfig::default()
+    };
+    let fx = Fx::with(Some(acl), Vec::new());
+    fx.put("notes/a.md", "#idea\n");
+    fx.put("private/secret.md", "#idea #hidden\n");
+    indexed(&fx);
+    let reader =
+        tc_tools::CallerContext::new("reader", tc_vault::acl::Scopes::granted(["read:notes"]));
+    let out = fx.call_as(&reader, "list_tags", json!({})).unwrap();
+    assert_eq!(tag_counts(&out), [("idea".to_owned(), 1)]);
+    // A caller holding the scope sees both notes.
+    let out = fx.call("list_tags", json!({})).unwrap();
+    assert_eq!(
+        tag_counts(&out),
+        [("hidden".to_owned(), 1), ("idea".to_owned(), 2)]
+    );
+}
