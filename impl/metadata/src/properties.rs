@@ -191,7 +191,14 @@ pub struct ReadPropertyOutput {
     pub exists: bool,
     #[serde(rename = "type")]
     pub kind: Option<String>,
+    #[schemars(schema_with = "any_json")]
     pub value: Value,
+}
+
+/// Any JSON value, as an empty schema (a schema that is only `true` is refused by some
+/// clients' checks of `tools/list`).
+fn any_json(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({})
 }
 
 #[derive(Debug)]
@@ -251,6 +258,7 @@ pub struct FindNotesByPropertyArgs {
     pub key: String,
     /// Absent: the key exists. Case-insensitive; a list matches when it holds it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "tc_index::search::filters::scalar_schema")]
     pub value: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 4096))]

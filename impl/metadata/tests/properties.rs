@@ -3,7 +3,7 @@
 mod tags_support;
 
 use serde_json::{Value, json};
-use tags_support::{Fx, code, indexed, vault_of};
+use tags_support::{Fx, Tools, code, indexed, vault_of};
 use tc_tools::ErrorCode;
 use tc_vault::acl::{AclConfig, ScopeRuleConfig};
 
@@ -318,5 +318,29 @@ fn pages_walk_every_note_once_and_the_cursor_is_bound_to_the_request() {
         refused.code,
         ErrorCode::InvalidInput,
         "another tool's cursor"
+    );
+}
+
+// r[verify metadata.properties.schemas]
+#[test]
+fn every_field_is_advertised_with_an_object_schema() {
+    let registry = tags_support::MetadataTools::registry();
+    for name in [
+        "list_properties",
+        "read_property",
+        "find_notes_by_property",
+        "recent_changes",
+    ] {
+        let def = registry.get(name).unwrap();
+        for (side, schema) in [("input", &def.input_schema), ("output", &def.output_schema)] {
+            for (field, inner) in schema["properties"].as_object().unwrap() {
+                assert!(inner.is_object(), "{name} {side} {field}: {inner}");
+            }
+        }
+    }
+    let find = registry.get("find_notes_by_property").unwrap();
+    assert_eq!(
+        find.input_schema["properties"]["value"]["type"],
+        json!(["string", "number", "boolean"])
     );
 }

@@ -26,6 +26,7 @@ pub struct PropertyFilter {
     #[schemars(length(min = 1, max = 1024))]
     pub key: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "scalar_schema")]
     pub value: Option<Value>,
 }
 
@@ -43,6 +44,12 @@ impl SortOrder {
     pub(crate) fn is_relevance(&self) -> bool {
         *self == SortOrder::Relevance
     }
+}
+
+/// The schema of a property `value` argument: a string, a number or a boolean (a list or an
+/// object matches nothing; and a schema that is only `true` is refused by some clients).
+pub fn scalar_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({"type": ["string", "number", "boolean"]})
 }
 
 /// What a `value` argument matches ([`properties::norm_of`]), refused when it is a list or an
