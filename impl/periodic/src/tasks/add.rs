@@ -22,7 +22,7 @@ use tc_vault::tasks::fields::{Priority, new_task_line};
 
 use super::date_arg;
 
-/// A Tasks-plugin priority.
+// A Tasks-plugin priority (a plain comment: the enum says it in the schema).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum PriorityArg {
@@ -50,10 +50,10 @@ impl PriorityArg {
 pub struct AddTaskArgs {
     #[schemars(length(min = 1, max = 4096))]
     pub path: String,
-    /// One line.
-    #[schemars(length(min = 1, max = 4096), regex(pattern = r"^[^\r\n]*$"))]
+    // One non-blank line (the pattern says it; a doc comment would only repeat it).
+    #[schemars(length(max = 4096), regex(pattern = r"^[^\r\n]*\S[^\r\n]*$"))]
     pub text: String,
-    /// Add under this heading (or A::B); else at the end.
+    /// Heading text or A::B.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 1024))]
     pub heading: Option<String>,
@@ -172,7 +172,7 @@ impl Tool for AddTask {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "add_task",
-            description: "Add a Tasks-plugin task line to a note (under a heading or at the end), dates as 📅/⏳ emoji. Never asks.",
+            description: "Add a Tasks-plugin task line (due, scheduled, priority as emoji) under a heading or at the end. Never asks.",
             annotations: Annotations::writes(false, false),
             scopes: &["write:tasks"],
             changes_notes: true,

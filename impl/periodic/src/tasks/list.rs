@@ -27,11 +27,11 @@ pub struct ListTasksArgs {
     pub folder: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<TaskStatusArg>,
-    /// Due on or before (YYYY-MM-DD).
+    /// YYYY-MM-DD, inclusive.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 10))]
     pub due_before: Option<String>,
-    /// Due on or after (YYYY-MM-DD).
+    /// YYYY-MM-DD, inclusive.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 10))]
     pub due_after: Option<String>,
@@ -147,7 +147,7 @@ impl Tool for ListTasks {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: LIST_TASKS,
-            description: "List Tasks-plugin task lines (status, 📅 due, priority, tags …) by folder, status, due range or tag. Pages via cursor.",
+            description: "List Tasks-plugin task lines (status, dates, priority, tags) by folder, status, due range or tag. Pages via cursor.",
             annotations: Annotations::READS,
             scopes: &["read:tasks"],
             changes_notes: false,

@@ -17,7 +17,8 @@ use tc_gate::cursor::{CursorClaims, CursorError, RequestDigest, request_digest};
 use tc_tools::{ErrorCode, Registry, RegistryBuildError, ToolCx, ToolError};
 use tc_vault::tasks::{Date, TaskStatus};
 
-/// A task's status, as `update_task` and `list_tasks` name it.
+// A task's status, as `update_task` and `list_tasks` name it (a plain comment: no
+// description in the schemas, which say it by the enum).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum TaskStatusArg {
