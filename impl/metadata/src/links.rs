@@ -359,8 +359,8 @@ impl Tool for FindOrphans {
         let mut readable: std::collections::HashMap<&VaultPath, bool> =
             std::collections::HashMap::new();
         let mut linked = std::collections::HashSet::new();
-        for row in &found.rows {
-            let Some(file) = row.resolve(&found.resolver) else {
+        for (row, file) in found.rows.iter().zip(found.resolved()) {
+            let Some(file) = file else {
                 continue;
             };
             if *file == row.src || linked.contains(file) {
@@ -445,8 +445,9 @@ impl Tool for FindUnresolvedLinks {
         let found = all_links(index)?;
         let mut readable: Option<(VaultPath, bool)> = None;
         let mut items = Vec::new();
-        for row in found.rows {
-            if !row.src.is_within(&folder) || row.resolve(&found.resolver).is_some() {
+        let dead: Vec<bool> = found.resolved().iter().map(Option::is_none).collect();
+        for (row, dead) in found.rows.into_iter().zip(dead) {
+            if !dead || !row.src.is_within(&folder) {
                 continue;
             }
             // The rows come in note order: each note's ACL is judged once.

@@ -296,3 +296,20 @@ fn a_long_result_pages_with_a_bound_cursor() {
         ErrorCode::InvalidInput
     );
 }
+
+/// Each link tool lists in at most about 1,000 bytes, as tools/list's budget asks of a new
+/// tool.
+#[test]
+fn each_link_tool_lists_in_about_a_thousand_bytes() {
+    let registry = MetadataTools::registry();
+    for entry in registry.list() {
+        let name = entry["name"].as_str().unwrap();
+        if ["get_backlinks", "get_outgoing_links", "find_orphans", "find_unresolved_links"]
+            .contains(&name)
+        {
+            let bytes = serde_json::to_vec(&entry).unwrap().len();
+            println!("{name}: {bytes} bytes");
+            assert!(bytes <= 1_050, "{name}: {bytes} bytes");
+        }
+    }
+}

@@ -3,6 +3,7 @@
 //! the vault's current files as Obsidian resolves it (spec/vault.md `vault.links`,
 //! `vault.links.markdown.resolve`). The caller judges the folder ACL on every path returned.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use tc_tools::ToolError;
@@ -52,6 +53,28 @@ pub struct Links {
     pub rows: Vec<LinkRow>,
 }
 
+impl Links {
+    /// Where each row leads now, in row order. A vault repeats its link texts (a wikilink
+    /// resolves the same from any note, a Markdown link the same from any note of one
+    /// folder), so each distinct text is resolved once.
+    pub fn resolved(&self) -> Vec<Option<&VaultPath>> {
+        let mut memo: HashMap<(bool, &str, &str), Option<&VaultPath>> = HashMap::new();
+        self.rows
+            .iter()
+            .map(|row| {
+                let folder = if row.markdown {
+                    row.src.as_str().rsplit_once('/').map_or("", |(f, _)| f)
+                } else {
+                    ""
+                };
+                *memo
+                    .entry((row.markdown, folder, row.target.as_str()))
+                    .or_insert_with(|| row.resolve(&self.resolver))
+            })
+            .collect()
+    }
+}
+
 const COLUMNS: &str = "src, target, embed, markdown, line, raw";
 
 fn row_of(row: &rusqlite::Row<'_>) -> rusqlite::Result<(String, String, bool, bool, i64, String)> {
@@ -74,12 +97,18 @@ fn query(
     let mut stmt = conn.prepare_cached(sql).map_err(failed)?;
     let rows = stmt.query_map(params, row_of).map_err(failed)?;
     let mut out = Vec::new();
+    // The rows of one note come together: its path is judged once.
+    let mut last: Option<(String, Option<VaultPath>)> = None;
     for row in rows {
         let (src, target, embed, markdown, line, text) = row.map_err(failed)?;
+        if last.as_ref().is_none_or(|(text, _)| *text != src) {
+            let parsed = VaultPath::parse(&src).ok();
+            last = Some((src, parsed));
+        }
         // A row whose path no longer parses is no note of the vault.
-        if let Ok(src) = VaultPath::parse(&src) {
+        if let Some((_, Some(src))) = &last {
             out.push(LinkRow {
-                src,
+                src: src.clone(),
                 target,
                 embed,
                 markdown,
@@ -122,7 +151,10 @@ pub fn outgoing(index: &VaultIndex, path: &VaultPath) -> Result<Links, ToolError
 /// Every link of the vault, in (note, line) order.
 pub fn all_links(index: &VaultIndex) -> Result<Links, ToolError> {
     let resolver = index.resolver();
-    let sql = format!("SELECT {COLUMNS} FROM index_links WHERE vault = ?1");
+    let sql = format!(
+        "SELECT {COLUMNS} FROM index_links INDEXED BY index_links_by_src
+         WHERE vault = ?1 ORDER BY src"
+    );
     let rows = query(index, &sql, &[&index.vault_id()])?;
     Ok(Links { resolver, rows })
 }
