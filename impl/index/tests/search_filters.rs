@@ -164,6 +164,11 @@ fn the_property_filter_reads_nested_keys_lists_and_values() {
         ),
         ["work/alpha.md"]
     );
+    // A null value is an absent one, as for a top-level argument.
+    assert_eq!(
+        found(json!({"property": {"key": "priority", "value": null}})),
+        ["home/garden.md"]
+    );
     let list = fx
         .call(
             "search_notes",

@@ -191,14 +191,8 @@ pub struct ReadPropertyOutput {
     pub exists: bool,
     #[serde(rename = "type")]
     pub kind: Option<String>,
-    #[schemars(schema_with = "any_json")]
+    #[schemars(schema_with = "tc_index::search::filters::any_schema")]
     pub value: Value,
-}
-
-/// Any JSON value, as an empty schema (a schema that is only `true` is refused by some
-/// clients' checks of `tools/list`).
-fn any_json(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-    schemars::json_schema!({})
 }
 
 #[derive(Debug)]

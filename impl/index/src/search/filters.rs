@@ -25,8 +25,10 @@ use crate::meta::{properties, recent};
 pub struct PropertyFilter {
     #[schemars(length(min = 1, max = 1024))]
     pub key: String,
+    // Any JSON here, so a `null` (absent) passes as it does for a top-level argument; a list
+    // or an object is refused by `value_norm`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(schema_with = "scalar_schema")]
+    #[schemars(schema_with = "any_schema")]
     pub value: Option<Value>,
 }
 
@@ -50,6 +52,11 @@ impl SortOrder {
 /// object matches nothing; and a schema that is only `true` is refused by some clients).
 pub fn scalar_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     schemars::json_schema!({"type": ["string", "number", "boolean"]})
+}
+
+/// Any JSON value, as an empty schema.
+pub fn any_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({})
 }
 
 /// What a `value` argument matches ([`properties::norm_of`]), refused when it is a list or an
