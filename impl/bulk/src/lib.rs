@@ -1,12 +1,14 @@
-//! Many notes created or changed under one exact confirmation (spec/bulk.md): a dry run
+//! Many notes created, changed or moved under one exact confirmation (spec/bulk.md): a dry run
 //! shows the plan for nothing, a real run asks once, bound to every note it touches, and
 //! reports item by item.
 //!
 //! - `create`: `bulk_create_notes`;
-//! - `property`: `bulk_set_property`.
+//! - `property`: `bulk_set_property`;
+//! - `moves`: `bulk_move_notes`.
 
 pub mod common;
 pub mod create;
+pub mod moves;
 pub mod property;
 
 use tc_tools::{Registry, RegistryBuildError};
@@ -15,6 +17,7 @@ use tc_tools::{Registry, RegistryBuildError};
 pub fn register(registry: &mut Registry) -> Result<(), RegistryBuildError> {
     registry.add(create::BulkCreateNotes)?;
     registry.add(property::BulkSetProperty)?;
+    registry.add(moves::BulkMoveNotes)?;
     Ok(())
 }
 

@@ -109,8 +109,8 @@ fn plan(cx: &ToolCx<'_>, args: &BulkSetPropertyArgs) -> Result<PropertyPlan, Too
             .read_if_exists(&path)?
             .ok_or_else(|| not_found(&path))?;
         let text = current.utf8(&path)?;
-        let merged = frontmatter_edit::merge(text, &keys)
-            .map_err(|e| ToolError::from(e.at(&path)))?;
+        let merged =
+            frontmatter_edit::merge(text, &keys).map_err(|e| ToolError::from(e.at(&path)))?;
         let new = (merged != text).then_some(merged);
         if let Some(new) = &new {
             preflight(

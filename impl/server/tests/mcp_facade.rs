@@ -491,6 +491,20 @@ fn cases() -> Vec<DriftCase> {
             // A note gaining the tag is drift, like a touched note changing.
             change: |v| put(v, "t/c.md", "now #old too\n"),
         },
+        DriftCase {
+            tool: "bulk_move_notes",
+            setup: |v| {
+                put(v, "inbox/a.md", "a");
+                put(v, "inbox/b.md", "b");
+                put(v, "moc.md", "[[a]] and [b](inbox/b.md)");
+            },
+            args: || {
+                json!({"dry_run": false, "moves": [
+                    {"from": "inbox/a.md", "to": "done/a.md"},
+                    {"from": "inbox/b.md", "to": "done/b.md"}]})
+            },
+            change: |v| put(v, "other.md", "now links [[b]]"),
+        },
         // Each gated tool of a family adds its case here: one entry drives it through every
         // route, directly and through call_capability.
     ]
