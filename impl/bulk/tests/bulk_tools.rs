@@ -38,6 +38,7 @@ fn raised_summary(fx: &Fx, tool: &str, args: &Value) -> String {
 
 // r[verify bulk.dry-run.free]
 // r[verify bulk.create.modes]
+// r[verify bulk.create.content]
 // r[verify bulk.results.per-item]
 // r[verify tools.compose.bulk-create-notes]
 #[test]
