@@ -205,7 +205,7 @@ impl Tool for RestoreNote {
         cx: &ToolCx<'_>,
         args: &RestoreNoteArgs,
     ) -> Result<Precheck<Self::Plan>, ToolError> {
-        let path = note(&args.path)?;
+        let path = any_file(&args.path)?;
         let current = cx.vault().read_if_exists(&path)?;
         let snapshot = cx
             .vault()
@@ -246,7 +246,7 @@ impl Tool for RestoreNote {
         args: &RestoreNoteArgs,
         precheck: &Precheck<Self::Plan>,
     ) -> Result<TargetState<Self::Seen>, ToolError> {
-        let path = note(&args.path)?;
+        let path = any_file(&args.path)?;
         let mut state = path_state(cx.vault(), &precheck.declared_paths())?;
         let snapshot = match cx.vault().find_snapshot(&path, args.snapshot_id.as_deref()) {
             Ok(info) => Some(BoundSnapshot {
@@ -294,17 +294,25 @@ impl Tool for RestoreNote {
             "at the free path"
         };
         let age = age_text(cx.clock.now_ms().saturating_sub(snapshot.created_ms));
-        write_summary(
-            format!(
-                "restore {} from snapshot {} ({} bytes): {what}, taken {age} ago, {over}",
-                args.path,
-                snapshot.id.as_str(),
-                plan.content.len()
-            ),
-            &args.path,
-            plan.current.as_ref(),
-            &plan.content,
-        )
+        let headline = format!(
+            "restore {} from snapshot {} ({} bytes): {what}, taken {age} ago, {over}",
+            args.path,
+            snapshot.id.as_str(),
+            plan.content.len()
+        );
+        let text = |bytes: &[u8]| std::str::from_utf8(bytes).is_ok();
+        if text(&plan.content) && plan.current.as_ref().is_none_or(|c| text(&c.bytes)) {
+            write_summary(headline, &args.path, plan.current.as_ref(), &plan.content)
+        } else {
+            // An attachment's bytes make no diff: the sizes say what changes.
+            let before = plan.current.as_ref().map_or_else(
+                || "absent".to_owned(),
+                |c| format!("{} bytes", c.bytes.len()),
+            );
+            Summary::new(headline)
+                .target(&args.path)
+                .detail(format!("size: {before} -> {} bytes", plan.content.len()))
+        }
     }
 
     fn run(
@@ -314,7 +322,7 @@ impl Tool for RestoreNote {
         _precheck: &Precheck<Self::Plan>,
         state: &TargetState<Self::Seen>,
     ) -> Result<RestoreNoteOutput, HandlerFailure> {
-        let path = note(&args.path)?;
+        let path = any_file(&args.path)?;
         let current = read_as_observed(cx, state, &path)?;
         // Restore exactly the snapshot the approval covers, not whatever is latest now.
         let bound = (*state.seen).as_ref().ok_or_else(|| not_found(&path))?;
@@ -352,4 +360,9 @@ fn age_text(ms: i64) -> String {
         s => (s, "second"),
     };
     format!("{n} {unit}{}", if n == 1 { "" } else { "s" })
+}
+
+/// `restore_note`'s path: any file a snapshot can be of, a note or an attachment.
+fn any_file(raw: &str) -> Result<tc_vault::VaultPath, ToolError> {
+    tc_vault::VaultPath::parse(raw).map_err(|e| ToolError::from(&e))
 }

@@ -43,8 +43,9 @@ fn every_tool_refuses_hostile_paths() {
     fx.put(".obsidian/app.md", "settings");
     for bad in HOSTILE {
         for (tool, args) in calls(bad) {
-            // rewrite_link takes a folder: a `.md`-less folder is fine there.
-            if tool == "rewrite_link" && *bad == "notes/x.txt" {
+            // rewrite_link takes a folder: a `.md`-less folder is fine there; restore_note
+            // restores any file a snapshot is of, attachments too (versions.restore.any-file).
+            if (tool == "rewrite_link" || tool == "restore_note") && *bad == "notes/x.txt" {
                 continue;
             }
             let error = fx.call(tool, args.clone()).unwrap_err();

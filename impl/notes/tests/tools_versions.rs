@@ -64,12 +64,6 @@ fn cases() -> Vec<Case> {
             args: json!({"path": "a.md", "operation": "replace", "data": {"status": "done"}}),
         },
         Case {
-            tool: "update_task",
-            path: "t.md",
-            before: "# Tasks\n- [x] ship it ✅ 2026-11-01\n",
-            args: json!({"path": "t.md", "line": 2, "status": "todo"}),
-        },
-        Case {
             tool: "copy_note",
             path: "b.md",
             before: "the copy's target\n",
@@ -307,4 +301,40 @@ fn a_restore_the_write_gate_refuses_asks_nothing() {
     );
     assert_eq!(fx.requested(), before);
     assert_eq!(fx.get("a.md").unwrap(), "---\nstatus: done\n---\nnew\n");
+}
+
+// r[verify versions.restore.any-file]
+#[test]
+fn an_attachment_restores_from_its_snapshot_with_sizes_for_a_summary() {
+    let fx = Fx::new();
+    let vault = &fx.pipeline.vault("main").unwrap().vault;
+    let path = VaultPath::parse("img/chart.png").unwrap();
+    let old = [0x89u8, b'P', b'N', b'G', 0xff, 0x00];
+    vault
+        .write(&path, &old, &tc_vault::vault::Precondition::None)
+        .unwrap();
+    vault
+        .write_keeping(&path, &[0x89, 0x01], &tc_vault::vault::Precondition::None)
+        .unwrap();
+    let args = json!({"path": "img/chart.png"});
+    let refusal = fx.call("restore_note", args.clone()).unwrap_err();
+    assert_eq!(refusal.code, ErrorCode::ElicitRequired);
+    let hash = refusal.details.as_ref().unwrap()["args_hash"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let summary = fx
+        .gate
+        .raised_request("main", &hash, "stdio")
+        .unwrap()
+        .unwrap()
+        .summary;
+    assert!(summary.contains("size: 2 bytes -> 6 bytes"), "{summary}");
+    assert!(!summary.contains("+++"), "no diff of bytes: {summary}");
+    confirmed(&fx, "restore_note", &args);
+    assert_eq!(vault.read(&path).unwrap().bytes, old);
+    assert_eq!(
+        code(fx.call("restore_note", json!({"path": ".obsidian/app.json"}))),
+        ErrorCode::PathInvalid
+    );
 }
