@@ -513,6 +513,10 @@ fn cases() -> Vec<DriftCase> {
 /// Gated tools without a case here, and why.
 const NOT_COVERED: &[(&str, &str)] = &[
     (
+        "execute_template",
+        "needs a configured bridge and a stand-in Obsidian: mcp_templater.rs drives it through every route",
+    ),
+    (
         "execute_command",
         "binds args_hash alone (ConfirmationTargets::None): nothing can drift",
     ),
