@@ -509,4 +509,32 @@ mod tests {
         );
         assert_eq!(f.vault.read(&path).unwrap().bytes, b"two");
     }
+
+    // r[verify versions.keep.exact]
+    #[test]
+    fn a_version_that_cannot_be_stored_leaves_the_note_as_it_was() {
+        let f = TempVault::new();
+        let path = p("a.md");
+        f.vault
+            .write(&path, b"before", &Precondition::None)
+            .unwrap();
+        // A file where the snapshot folder should be: no version can be stored.
+        fs::create_dir_all(f.vault.snapshot_dir().parent().unwrap()).unwrap();
+        fs::write(f.vault.snapshot_dir(), b"in the way").unwrap();
+        let err = f
+            .vault
+            .write_keeping(&path, b"after", &Precondition::None)
+            .unwrap_err();
+        assert_eq!(err.code(), "io");
+        assert_eq!(f.vault.read(&path).unwrap().bytes, b"before");
+        let (from, to) = (p("b.md"), path.clone());
+        f.vault.write(&from, b"mover", &Precondition::None).unwrap();
+        assert!(
+            f.vault
+                .rename_keeping(&from, &to, &Precondition::None, &Precondition::None)
+                .is_err()
+        );
+        assert_eq!(f.vault.read(&to).unwrap().bytes, b"before");
+        assert_eq!(f.vault.read(&from).unwrap().bytes, b"mover");
+    }
 }
