@@ -7,7 +7,7 @@
 //! - [`write`]: `write_note` and `commit_wiki_page`;
 //! - [`transfer`]: `move_note` and `copy_note`;
 //! - [`delete`]: `delete_note` and `restore_note`;
-//! - [`edit`]: `update_frontmatter` and `update_task`;
+//! - [`edit`]: `update_frontmatter` (`update_task` is the tasks family's, in tc-periodic);
 //! - [`links`]: `rewrite_link` and `prune_hub_links`;
 //! - [`patch`], [`replace_in`], [`outline`]: `patch_note`, `replace_in_note`,
 //!   `get_note_outline` and `note_exists` (spec/tools.md.1).
@@ -43,7 +43,6 @@ pub fn register_notes(registry: &mut Registry) -> Result<(), RegistryBuildError>
     registry.add(delete::DeleteNote)?;
     registry.add(delete::RestoreNote)?;
     registry.add(edit::UpdateFrontmatter)?;
-    registry.add(edit::UpdateTask)?;
     registry.add(links::RewriteLink)?;
     registry.add(links::PruneHubLinks)?;
     registry.add(write::CommitWikiPage)?;

@@ -168,7 +168,9 @@ const GOLDEN: &[(&str, &str, &str)] = &[
 ];
 
 fn registry() -> Registry {
-    tc_notes::registry().unwrap()
+    let mut registry = tc_notes::registry().unwrap();
+    registry.add(tc_periodic::tasks::UpdateTask).unwrap();
+    registry
 }
 
 /// The args_hash the pipeline computes for `raw` (vault "main" filled in).

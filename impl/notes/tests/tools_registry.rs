@@ -135,7 +135,6 @@ fn every_standard_gated_tool_declares_its_targets_and_takes_vault_and_token() {
         "delete_note",
         "restore_note",
         "update_frontmatter",
-        "update_task",
         "rewrite_link",
         "prune_hub_links",
         "commit_wiki_page",
@@ -736,5 +735,5 @@ fn tools_not_built_are_not_advertised_and_no_tool_mints() {
             def.name
         );
     }
-    assert_eq!(registry.iter().count(), 16);
+    assert_eq!(registry.iter().count(), 15);
 }

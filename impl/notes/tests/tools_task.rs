@@ -576,7 +576,7 @@ fn a_line_break_in_text_is_a_validation_error_naming_text() {
     assert_eq!(fx.get("t.md").unwrap(), OLD_DONE);
     assert_eq!(fx.requested(), 0);
     // The schema says so, and its validation alone refuses it.
-    let registry = tc_notes::registry().unwrap();
+    let registry = <tools_support::NoteTools as tools_support::Tools>::registry();
     let def = registry.get("update_task").unwrap();
     assert_eq!(
         def.input_schema["properties"]["text"]["pattern"],

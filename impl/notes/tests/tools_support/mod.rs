@@ -7,12 +7,15 @@ pub use tc_tools::testing::{
     pipeline, verified, with_token,
 };
 
-/// The twelve note tools.
+/// The note tools, and `update_task` (the tasks family's), which the gate's tests compose
+/// with them.
 pub struct NoteTools;
 
 impl Tools for NoteTools {
     fn registry() -> tc_tools::Registry {
-        tc_notes::registry().unwrap()
+        let mut registry = tc_notes::registry().unwrap();
+        registry.add(tc_periodic::tasks::UpdateTask).unwrap();
+        registry
     }
 }
 

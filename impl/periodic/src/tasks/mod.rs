@@ -6,9 +6,11 @@
 
 mod add;
 mod list;
+mod update;
 
 pub use add::{AddTask, AddTaskArgs, AddTaskOutput, PriorityArg};
 pub use list::{ListTasks, ListTasksArgs, ListTasksOutput, TaskEntry};
+pub use update::{UpdateTask, UpdateTaskArgs, UpdateTaskOutput};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -49,6 +51,7 @@ pub(crate) fn date_arg(raw: &str, pointer: &str) -> Result<Date, ToolError> {
 pub fn register(registry: &mut Registry) -> Result<(), RegistryBuildError> {
     registry.add(ListTasks)?;
     registry.add(AddTask)?;
+    registry.add(UpdateTask)?;
     Ok(())
 }
 
