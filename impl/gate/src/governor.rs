@@ -133,6 +133,20 @@ impl Governor {
         Ok(bytes)
     }
 
+    /// [`Governor::admit_serialized`] for a response carrying `extra` bytes of content beside
+    /// the result and its text copy (an image block's base64 and its keys).
+    pub fn admit_serialized_beside(
+        &self,
+        bytes: Vec<u8>,
+        extra: usize,
+    ) -> Result<Vec<u8>, Overflow> {
+        let wire = wire_cost(&bytes) + RESPONSE_FRAME_BYTES + extra;
+        if wire > self.max_response_bytes {
+            return Err(self.overflow(wire, true));
+        }
+        Ok(bytes)
+    }
+
     /// Whether `len` bytes are within the cap; counts nothing (for resources/read, judged
     /// by a stat before the file is read).
     pub fn fits(&self, len: u64) -> bool {

@@ -95,6 +95,9 @@ pub struct Config {
     /// `[versions]`: how long snapshots are kept (spec/versions.md).
     #[serde(default)]
     pub versions: VersionsConfig,
+    /// `[attachments]`: `maxWriteBytes`, the most one write_attachment writes.
+    #[serde(default)]
+    pub attachments: tc_attachments::AttachmentsConfig,
 }
 
 // r[impl config.http.allowed]
@@ -375,6 +378,7 @@ impl Default for Config {
             tools: ToolsConfig::default(),
             http: HttpConfig::default(),
             versions: VersionsConfig::default(),
+            attachments: tc_attachments::AttachmentsConfig::default(),
         }
     }
 }

@@ -42,6 +42,19 @@ pub(crate) fn governed_size(governor: &Governor, output: ToolOutput) -> Result<u
             .admit_serialized(text.into_bytes())
             .map(|bytes| bytes.len() as u64)
             .map_err(overflow),
+        ToolOutput::Image {
+            value,
+            data,
+            mime_type,
+        } => {
+            let bytes = serde_json::to_vec(&value)
+                .map_err(|_| ToolError::internal("serializing the result"))?;
+            let extra = data.len() + mime_type.len() + tc_tools::IMAGE_BLOCK_BYTES;
+            governor
+                .admit_serialized_beside(bytes, extra)
+                .map(|bytes| (bytes.len() + extra) as u64)
+                .map_err(overflow)
+        }
     }
 }
 

@@ -111,6 +111,26 @@ impl ServerCore {
                 }
                 Err(overflow) => Err(overflow),
             },
+            ToolOutput::Image {
+                value,
+                data,
+                mime_type,
+            } => {
+                let bytes = serde_json::to_vec(&value)
+                    .map_err(|_| ToolError::internal("serializing the result"))?;
+                let extra = data.len() + mime_type.len() + tc_tools::IMAGE_BLOCK_BYTES;
+                return match self.governor.admit_serialized_beside(bytes, extra) {
+                    Ok(bytes) => {
+                        let mut result = crate::results::success_from_bytes(value, bytes);
+                        result
+                            .content
+                            .push(rmcp::model::ContentBlock::image(data, mime_type));
+                        Ok(result)
+                    }
+                    Err(overflow) => Err(ToolError::new(ErrorCode::Overflow, overflow.to_string())
+                        .with_details(overflow.details())),
+                };
+            }
         };
         match admitted {
             Ok((value, bytes)) => Ok(crate::results::success_from_bytes(value, bytes)),

@@ -505,6 +505,31 @@ fn cases() -> Vec<DriftCase> {
             },
             change: |v| put(v, "other.md", "now links [[b]]"),
         },
+        // r[verify drift.bind.write-attachment]
+        DriftCase {
+            tool: "write_attachment",
+            setup: |v| put(v, "assets/a.png", "old bytes"),
+            args: || json!({"path": "assets/a.png", "data_base64": "bmV3", "overwrite": true}),
+            change: |v| put(v, "assets/a.png", "edited by hand"),
+        },
+        // r[verify drift.bind.move-attachment]
+        DriftCase {
+            tool: "move_attachment",
+            setup: |v| {
+                put(v, "assets/a.png", "png");
+                put(v, "n.md", "![[a.png]]\n");
+            },
+            args: || json!({"from": "assets/a.png", "to": "img/a.png"}),
+            // A note gaining an embed of it is drift, like a touched note changing.
+            change: |v| put(v, "other.md", "now ![[a.png]]\n"),
+        },
+        // r[verify drift.bind.delete-attachment]
+        DriftCase {
+            tool: "delete_attachment",
+            setup: |v| put(v, "assets/a.png", "png"),
+            args: || json!({"path": "assets/a.png"}),
+            change: |v| put(v, "assets/a.png", "changed"),
+        },
         // Each gated tool of a family adds its case here: one entry drives it through every
         // route, directly and through call_capability.
     ]

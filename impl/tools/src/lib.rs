@@ -43,6 +43,6 @@ pub use pipeline::{Approval, Pipeline, Prepared};
 pub use registry::{Registry, RegistryBuildError, SubsystemSetup, ToolDef};
 pub use summary::{Summary, escape_for_terminal, redact_secrets};
 pub use tool::{
-    Annotations, AnyPlan, Gating, HandlerFailure, Precheck, TargetState, Tool, ToolOutput,
-    ToolSpec, path_state,
+    Annotations, AnyPlan, Gating, HandlerFailure, IMAGE_BLOCK_BYTES, Precheck, TargetState, Tool,
+    ToolOutput, ToolSpec, path_state,
 };

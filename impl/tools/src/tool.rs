@@ -320,6 +320,10 @@ pub fn path_state(vault: &Vault, paths: &[VaultPath]) -> Result<TargetState, Too
     })
 }
 
+/// What an `image` content block costs of a response beside its base64 data and MIME type:
+/// its keys, quotes and the comma before it.
+pub const IMAGE_BLOCK_BYTES: usize = 64;
+
 /// A successful call's result object (spec `results.success`).
 #[derive(Debug, Clone, PartialEq)]
 pub enum ToolOutput {
@@ -328,6 +332,14 @@ pub enum ToolOutput {
     /// A result object serialized once already (a page sized against the governor's cap):
     /// the server sends these bytes as they are.
     Serialized(String),
+    /// A result object with an MCP `image` content block beside its text block
+    /// (`get_attachment`); the governor counts the image's base64 with the rest.
+    Image {
+        value: Value,
+        /// The image's bytes in standard base64.
+        data: String,
+        mime_type: String,
+    },
 }
 
 impl From<Value> for ToolOutput {
@@ -350,6 +362,7 @@ impl ToolOutput {
         match self {
             ToolOutput::Value(value) => value.clone(),
             ToolOutput::Serialized(text) => serde_json::from_str(text).unwrap_or(Value::Null),
+            ToolOutput::Image { value, .. } => value.clone(),
         }
     }
 }

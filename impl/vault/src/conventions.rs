@@ -281,6 +281,12 @@ impl Rule {
             };
             return Some(format!("forbidWrites: {act} is forbidden here"));
         }
+        // r[impl attachments.conventions]
+        // The other rules are about notes: a file that is not one (an attachment, a canvas)
+        // is judged by forbidWrites alone.
+        if !intent.path.is_note() {
+            return None;
+        }
         // The prior note counts only for an in-place overwrite the gate could look at.
         let prior = match (&intent.kind, &intent.prior) {
             (WriteKind::Overwrite, Prior::Known(facts)) => Some(facts),

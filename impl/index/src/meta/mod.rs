@@ -3,6 +3,7 @@
 //! walk of the vault, after [`fresh`] brought the index up to date in the call (spec/index.md
 //! `index.fresh`). The families judge the folder ACL on every path these return.
 
+pub mod attachments;
 pub mod properties;
 pub mod recent;
 pub mod links;
