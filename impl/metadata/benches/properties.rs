@@ -162,6 +162,18 @@ fn bench(c: &mut Criterion) {
             )
         })
     });
+    // Every chunk of the vault read and matched: regex mode has no index to narrow it.
+    group.bench_function("search_notes_regex", |b| {
+        b.iter(|| {
+            black_box(
+                fx.call(
+                    "search_notes",
+                    json!({"query": r"Note 12\d{3}\b", "mode": "regex"}),
+                )
+                .unwrap(),
+            )
+        })
+    });
     group.bench_function("list_properties", |b| {
         b.iter(|| black_box(fx.call("list_properties", json!({})).unwrap()))
     });
