@@ -29,9 +29,10 @@ use tc_gate::clock::{OsEntropy, SystemClock};
 use tc_gate::keys::ServerSecret;
 use tc_gate::{CACHE_DB_FILE, Store};
 use tc_server::config::Config;
-use tc_server::dispatch::{CoreParts, ServerCore, Transport};
 use tc_server::handler::ObsidianTc;
 use tc_server::metrics::Metrics;
+use tc_server::routes::Transport;
+use tc_server::server::{CoreParts, ServerCore};
 use tc_server::stdio::JsonLines;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 

@@ -19,8 +19,9 @@ use rmcp::service::{
 };
 use rmcp::{ClientHandler, ErrorData, ServiceExt};
 use serde_json::json;
-use tc_server::dispatch::{ServerCore, Transport};
 use tc_server::handler::ObsidianTc;
+use tc_server::routes::Transport;
+use tc_server::server::ServerCore;
 use tokio::sync::{mpsc, oneshot};
 
 /// How long the suite waits for something the server must do at once (a prompt to open, a

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use tc_server::dispatch::ServerCore;
+use tc_server::server::ServerCore;
 
 use super::world;
 

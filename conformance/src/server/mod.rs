@@ -58,8 +58,8 @@ use tc_gate::keys::ServerSecret;
 use tc_gate::{EventName, Store, StoreError};
 use tc_model::{Action, Call, Fp, ModelConfig, Note, Outcome, Vault};
 use tc_server::config::Config;
-use tc_server::dispatch::{CoreParts, ServerCore};
 use tc_server::metrics::Metrics;
+use tc_server::server::{CoreParts, ServerCore};
 
 pub use self::clients::{Client, Kind};
 use self::world::{Places, Variant};

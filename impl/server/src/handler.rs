@@ -21,7 +21,9 @@ use rmcp::{ErrorData, ServerHandler};
 use serde_json::Value;
 
 use crate::auth::Caller;
-use crate::dispatch::{ServerCore, ToolCall, Transport};
+use crate::dispatch::ToolCall;
+use crate::routes::Transport;
+use crate::server::ServerCore;
 
 /// What the server tells a client about itself at start.
 const INSTRUCTIONS: &str = "Tools to read and change notes in Obsidian vaults. Calls that \

@@ -25,7 +25,7 @@ use tc_sessions::{CallRecord, CallReport, CallStatus, Replayer, RerunPlan, Sessi
 use tc_tools::{CallerContext, ErrorCode, Pipeline, ToolError, ToolOutput};
 
 use crate::config::Config;
-use crate::dispatch::ServerCore;
+use crate::server::ServerCore;
 
 /// The result's size on the wire under the governor, or the refusal the client would get.
 pub(crate) fn governed_size(governor: &Governor, output: ToolOutput) -> Result<u64, ToolError> {

@@ -20,7 +20,7 @@ use tc_vault::acl::AclOp;
 use tc_vault::path::VaultPath;
 
 use crate::auth::Caller;
-use crate::dispatch::ServerCore;
+use crate::server::ServerCore;
 
 /// The URI scheme of a note.
 pub const SCHEME: &str = "obsidian-tc://";

@@ -1,4 +1,5 @@
-//! The confirmation routes a gated call without a CLI token takes (spec/trips.md; spec/state.md
+//! The confirmation routes a gated call without a CLI token takes, and the decision which one
+//! (spec/trips.md; spec/state.md
 //! `state.seal.aad`, `state.invalid-fresh`, `state.ext.single-use`; spec/trips.md routes 2 and
 //! 3): the 2026-07-28 `input_required` round trip (offered, then completed by the client's
 //! resubmission) and the legacy stdio shim, which sends `elicitation/create` itself. Both
@@ -13,10 +14,46 @@ use tc_gate::request_state::{StateBinding, present, split_presented};
 use tc_gate::{AdmitError, NonTokenRoute, StateFp};
 use tc_tools::{Approval, Prepared, ToolError};
 
-use crate::dispatch::{CallKey, Route, ServerCore, Step, Via};
+use crate::dispatch::{CallKey, Step, Via};
+use crate::server::ServerCore;
 use crate::trips::{
-    Answer, CONFIRM_KEY, confirm_input_request, confirm_params, judge_answer, prompt_message,
+    Answer, CONFIRM_KEY, Era, confirm_input_request, confirm_params, judge_answer, prompt_message,
 };
+
+/// Which transport a handler serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transport {
+    Stdio,
+    Http,
+}
+
+/// How a gated call that brought no approval is confirmed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Route {
+    /// 2026-07-28 with form elicitation: `input_required`.
+    ModernRoundTrip,
+    /// Legacy stdio with the shim enabled and form elicitation: server-sent
+    /// `elicitation/create`.
+    LegacyShim,
+    /// Everything else: the plain `elicit_required` refusal.
+    Plain,
+}
+
+impl Route {
+    // r[impl trip.capability]
+    // r[impl trip.legacy-shim.stdio-only]
+    // r[impl trip.legacy-plain]
+    /// The route for a request of `era` over `transport`, given whether the client can show a
+    /// form for this request and whether the shim is enabled.
+    pub fn choose(era: Era, transport: Transport, form: bool, shim_enabled: bool) -> Self {
+        match (era, transport) {
+            _ if !form => Route::Plain,
+            (Era::Modern, _) => Route::ModernRoundTrip,
+            (Era::Legacy, Transport::Stdio) if shim_enabled => Route::LegacyShim,
+            (Era::Legacy, _) => Route::Plain,
+        }
+    }
+}
 
 impl ServerCore {
     // r[impl trip.modern.shape]

@@ -25,10 +25,11 @@ use tokio::net::TcpListener;
 
 use crate::auth::{Authenticator, check_bind};
 use crate::config::{Config, HttpConfig};
-use crate::dispatch::{BuildError, CoreParts, ServerCore, Transport};
 use crate::handler::ObsidianTc;
 use crate::http::{self, HttpState};
 use crate::metrics::Metrics;
+use crate::routes::Transport;
+use crate::server::{BuildError, CoreParts, ServerCore};
 use crate::stdio::JsonLines;
 
 /// Why the server could not start or stopped with an error; each message says what to do.

@@ -10,7 +10,8 @@ use tc_gate::caller_hash;
 use tc_gate::governor::BoundedError;
 use tc_tools::{ErrorCode, ToolError, ToolOutput};
 
-use crate::dispatch::{CallKey, SWEEP_EVERY, ServerCore};
+use crate::dispatch::CallKey;
+use crate::server::{SWEEP_EVERY, ServerCore};
 
 impl ServerCore {
     // r[impl gate.sweep.running]

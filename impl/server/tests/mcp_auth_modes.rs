@@ -35,7 +35,7 @@ use tc_gate::clock::OsEntropy;
 use tc_server::approve::{self, MintRequest};
 use tc_server::auth::Authenticator;
 use tc_server::config::{AuthConfig, AuthMode, Config};
-use tc_server::dispatch::ServerCore;
+use tc_server::server::ServerCore;
 
 const SECRET: &str = "an-hs256-secret-for-the-auth-mode-tests!";
 const NOTE: &str = "notes/target.md";

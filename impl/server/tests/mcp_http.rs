@@ -42,7 +42,7 @@ fn scoped_token(sub: &str, scope: &str) -> String {
 }
 
 /// Serves `core` on 127.0.0.1:0 and returns the /mcp URL.
-async fn serve(core: Arc<tc_server::dispatch::ServerCore>) -> String {
+async fn serve(core: Arc<tc_server::server::ServerCore>) -> String {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let mut config = Config::default();
     configure(&mut config);

@@ -233,9 +233,9 @@ async fn the_memory_folder_is_set_per_vault_and_checked_at_start_up() {
     let cache = dir.path().join("cache");
     let secret =
         tc_gate::keys::ServerSecret::load_or_create(&cache, &tc_gate::clock::OsEntropy).unwrap();
-    let built = tc_server::dispatch::ServerCore::build(
+    let built = tc_server::server::ServerCore::build(
         &config,
-        tc_server::dispatch::CoreParts {
+        tc_server::server::CoreParts {
             cache_dir: &cache,
             secret: &secret,
             store: tc_gate::Store::open(cache.join("cache.db")).unwrap(),

@@ -23,8 +23,8 @@ use tc_gate::keys::ServerSecret;
 use tc_gate::{CACHE_DB_FILE, Store};
 
 use crate::config::Config;
-use crate::dispatch::{CoreParts, ServerCore};
 use crate::metrics::Metrics;
+use crate::server::{CoreParts, ServerCore};
 
 mod repository;
 

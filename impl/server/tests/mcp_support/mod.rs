@@ -22,9 +22,10 @@ use tc_gate::clock::{Clock, ManualClock, OsEntropy, SystemClock};
 use tc_gate::keys::ServerSecret;
 use tc_gate::{EventName, Store};
 use tc_server::config::Config;
-use tc_server::dispatch::{CoreParts, ServerCore, Transport};
 use tc_server::handler::ObsidianTc;
 use tc_server::metrics::Metrics;
+use tc_server::routes::Transport;
+use tc_server::server::{CoreParts, ServerCore};
 use tempfile::TempDir;
 
 /// A server over a temporary vault (id `vault`) and cache directory.
