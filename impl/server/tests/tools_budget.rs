@@ -83,6 +83,47 @@ async fn the_flat_tool_list_fits_an_agents_budget_and_passes_a_strict_check() {
         }
     }
     assert!(flagged.is_empty(), "nullable types: {flagged:?}");
+
+    // r[verify tools.schema.objects]
+    let mut bare = Vec::new();
+    for tool in &tools {
+        let name = tool.name.as_ref();
+        bare_true(
+            &Value::Object((*tool.input_schema).clone()),
+            format!("{name}/inputSchema"),
+            &mut bare,
+        );
+        if let Some(output) = &tool.output_schema {
+            bare_true(
+                &Value::Object((**output).clone()),
+                format!("{name}/outputSchema"),
+                &mut bare,
+            );
+        }
+    }
+    assert!(
+        bare.is_empty(),
+        "fields whose schema is a bare `true`: {bare:?}"
+    );
+}
+
+/// Every field, item or value schema under `schema` that is a bare boolean, by JSON pointer.
+fn bare_true(schema: &Value, at: String, found: &mut Vec<String>) {
+    let Value::Object(map) = schema else { return };
+    if let Some(Value::Object(properties)) = map.get("properties") {
+        for (key, inner) in properties {
+            if inner.is_boolean() {
+                found.push(format!("{at}/properties/{key}"));
+            }
+            bare_true(inner, format!("{at}/properties/{key}"), found);
+        }
+    }
+    if let Some(items) = map.get("items") {
+        if items.is_boolean() {
+            found.push(format!("{at}/items"));
+        }
+        bare_true(items, format!("{at}/items"), found);
+    }
 }
 
 /// Task phrases as a person says them, with the tool that does the task.
@@ -171,9 +212,15 @@ const TASKS: &[(&str, &str)] = &[
     ("find and replace a word in a note", "replace_in_note"),
     ("show the headings of a note", "get_note_outline"),
     ("does this file exist in the vault", "note_exists"),
-    ("which notes have status done in their frontmatter", "find_notes_by_property"),
+    (
+        "which notes have status done in their frontmatter",
+        "find_notes_by_property",
+    ),
     ("show the notes I changed recently", "recent_changes"),
-    ("list the frontmatter properties my notes use", "list_properties"),
+    (
+        "list the frontmatter properties my notes use",
+        "list_properties",
+    ),
 ];
 
 // r[verify facade.find.stemmed]

@@ -120,6 +120,7 @@ pub fn input_schema<A: JsonSchema>(gated: bool) -> Value {
         _ => Map::new(),
     };
     for property in properties.values_mut() {
+        object_schema(property);
         strict_types(property);
     }
     properties.insert(
@@ -158,12 +159,16 @@ fn strict_types(schema: &mut Value) {
                 match key.as_str() {
                     "properties" => {
                         if let Value::Object(properties) = inner {
-                            properties.values_mut().for_each(strict_types);
+                            properties.values_mut().for_each(|field| {
+                                object_schema(field);
+                                strict_types(field);
+                            });
                         }
                     }
                     // An array item's description is its type's doc comment; the array's own
                     // description says what the items are.
                     "items" => {
+                        object_schema(inner);
                         if let Value::Object(item) = inner {
                             item.remove("description");
                         }
@@ -176,6 +181,15 @@ fn strict_types(schema: &mut Value) {
         }
         Value::Array(items) => items.iter_mut().for_each(strict_types),
         _ => {}
+    }
+}
+
+// r[impl tools.schema.objects]
+/// A schema that is only `true` (any JSON value) as the empty object schema, which says the
+/// same: TypeScript SDK 1.x clients refuse a whole `tools/list` holding a bare `true`.
+fn object_schema(schema: &mut Value) {
+    if *schema == Value::Bool(true) {
+        *schema = json!({});
     }
 }
 
@@ -232,7 +246,11 @@ pub fn output_schema<O: JsonSchema>() -> Value {
 
 fn compact_output(schema: &Value, depth: usize) -> Value {
     let Value::Object(map) = schema else {
-        return schema.clone();
+        // r[impl tools.schema.objects]
+        return match schema {
+            Value::Bool(true) => json!({}),
+            other => other.clone(),
+        };
     };
     let mut out = Map::new();
     match map.get("type") {
