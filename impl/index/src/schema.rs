@@ -85,13 +85,6 @@ pub const MIGRATIONS: &[&str] = &[
     // option) instead of lingering in older segments until a merge: a permanent delete
     // leaves no word of the note in cache.db (spec `vault.delete.permanent-gone`).
     "INSERT INTO index_fts (index_fts, rank) VALUES ('secure-delete', 1);",
-    // Markdown links beside wikilinks, each with its line and text as written (spec/index.md
-    // `index.links.markdown`): every note is read again, since the rows it had lack them.
-    "ALTER TABLE index_links ADD COLUMN markdown INTEGER NOT NULL DEFAULT 0;
-     ALTER TABLE index_links ADD COLUMN line INTEGER NOT NULL DEFAULT 0;
-     ALTER TABLE index_links ADD COLUMN raw TEXT NOT NULL DEFAULT '';
-     DELETE FROM index_links;
-     UPDATE index_files SET mtime_ns = -1, hash = NULL;",
     // Frontmatter properties (spec/metadata.md `metadata.properties.index`): one row per key,
     // nested keys by their dotted path, with the value as JSON and its type; the values a key
     // matches, lowercased, each list item apart, so a lookup by key and value is one range of
@@ -116,6 +109,13 @@ pub const MIGRATIONS: &[&str] = &[
      ) STRICT, WITHOUT ROWID;
      CREATE INDEX index_property_values_by_path ON index_property_values (vault, path);
      CREATE INDEX index_files_by_mtime ON index_files (vault, is_note, mtime_ns);
+     UPDATE index_files SET mtime_ns = -1, hash = NULL;",
+    // Markdown links beside wikilinks, each with its line and text as written (spec/index.md
+    // `index.links.markdown`): every note is read again, since the rows it had lack them.
+    "ALTER TABLE index_links ADD COLUMN markdown INTEGER NOT NULL DEFAULT 0;
+     ALTER TABLE index_links ADD COLUMN line INTEGER NOT NULL DEFAULT 0;
+     ALTER TABLE index_links ADD COLUMN raw TEXT NOT NULL DEFAULT '';
+     DELETE FROM index_links;
      UPDATE index_files SET mtime_ns = -1, hash = NULL;",
     // Task lines (spec/tasks.md `tasks.index`): one row per task line in (path, line) order,
     // the listing's order; every note is read again to fill it.

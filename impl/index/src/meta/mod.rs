@@ -4,9 +4,9 @@
 //! `index.fresh`). The families judge the folder ACL on every path these return.
 
 pub mod attachments;
+pub mod links;
 pub mod properties;
 pub mod recent;
-pub mod links;
 pub mod tags;
 pub mod tasks;
 
