@@ -7,7 +7,7 @@
 import { describe, it, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join, dirname } from 'node:path';
 
@@ -81,6 +81,45 @@ describe('TypeScript SDK 1.x and the Inspector CLI', () => {
             );
             success(done, 'SDK 1.x delete_note approved');
             assert.ok(!existsSync(v.target), 'the approved delete ran');
+        } finally {
+            await client.close();
+        }
+    });
+
+    it('SDK 1.x lists every tool and drives the daily-driver families: tags, backlinks, one approval for a bulk edit', { timeout: TEST_TIMEOUT }, async () => {
+        // r[verify tools.schema.objects]
+        // r[verify bulk.dry-run.free]
+        const v = makeVault();
+        mkdirSync(join(v.vault, 'projects'), { recursive: true });
+        for (const n of ['a', 'b', 'c']) {
+            writeFileSync(join(v.vault, 'projects', `${n}.md`), `---\n# owner: me\nstatus: todo\ntags: [project/alpha]\n---\n# ${n}\n`);
+        }
+        writeFileSync(join(v.vault, 'Home.md'), '- [[a]]\n- [B](projects/b.md)\n');
+        const client = await connectSdk1(v);
+        try {
+            // SDK 1.x refuses a whole tools/list holding a field schema it cannot read.
+            const { tools } = await bounded(client.listTools(), CALL_TIMEOUT_MS, 'tools/list');
+            for (const name of ['list_tags', 'get_backlinks', 'bulk_set_property', 'bulk_move_notes', 'list_snapshots']) {
+                assert.ok(tools.some((t) => t.name === name), `${name} is listed`);
+            }
+            const tags = success(await client.callTool({ name: 'find_notes_by_tag', arguments: { tag: 'project' } }), 'find_notes_by_tag');
+            assert.equal(JSON.stringify(tags).includes('projects/c.md'), true, JSON.stringify(tags));
+            const back = success(await client.callTool({ name: 'get_backlinks', arguments: { path: 'projects/b.md' } }), 'get_backlinks');
+            assert.ok(JSON.stringify(back).includes('Home.md'), JSON.stringify(back));
+            const args = { folder: 'projects', key: 'status', value: 'done' };
+            const plan = success(await client.callTool({ name: 'bulk_set_property', arguments: { ...args, dry_run: true } }), 'dry run');
+            assert.equal(plan.changed, 3);
+            const err = failure(await client.callTool({ name: 'bulk_set_property', arguments: args }), 'bulk_set_property');
+            assert.equal(err.code, 'elicit_required');
+            const minted = await runElicit(v, err);
+            assert.equal(minted.code, 0, `the printed command failed: ${minted.stderr}`);
+            const done = success(
+                await client.callTool({ name: 'bulk_set_property', arguments: { ...args, elicit_token: minted.stdout.trim() } }),
+                'bulk_set_property approved'
+            );
+            assert.equal(done.changed, 3);
+            const b = readFileSync(join(v.vault, 'projects', 'b.md'), 'utf8');
+            assert.equal(b, '---\n# owner: me\nstatus: done\ntags: [project/alpha]\n---\n# b\n', 'only the key\'s line changed');
         } finally {
             await client.close();
         }
