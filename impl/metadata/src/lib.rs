@@ -1,9 +1,9 @@
 //! The vault's metadata as tools, answered from its index: tags, properties, links and
 //! recent changes (spec/metadata.md).
 
+pub mod links;
 pub mod properties;
 pub mod recent;
-pub mod links;
 pub mod tags;
 
 use tc_tools::{Registry, RegistryBuildError};
@@ -16,13 +16,13 @@ pub fn register(registry: &mut Registry) -> Result<(), RegistryBuildError> {
     registry.add(tags::AddTag)?;
     registry.add(tags::RemoveTag)?;
     registry.add(tags::RenameTag)?;
+    registry.add(properties::ListProperties)?;
+    registry.add(properties::ReadProperty)?;
+    registry.add(properties::FindNotesByProperty)?;
     registry.add(links::GetBacklinks)?;
     registry.add(links::GetOutgoingLinks)?;
     registry.add(links::FindOrphans)?;
     registry.add(links::FindUnresolvedLinks)?;
-    registry.add(properties::ListProperties)?;
-    registry.add(properties::ReadProperty)?;
-    registry.add(properties::FindNotesByProperty)?;
     registry.add(recent::RecentChanges)?;
     Ok(())
 }
