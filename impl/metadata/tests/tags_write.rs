@@ -24,7 +24,9 @@ fn add_tag_edits_only_the_tag_key_or_adds_a_line_and_never_asks() {
         .unwrap();
     assert_eq!(out["added"], true);
     let after = fx.get("plan.md").unwrap();
-    let expected_fm = "---\n# kept comment\ntitle: \"Plan\"   # why\ntags:\n- project/alpha\n- Area\n- Review\nstatus: open\n---\n";
+    // r[verify vault.frontmatter.list-append]
+    // The flow list keeps its style; every other line stays as it was.
+    let expected_fm = "---\n# kept comment\ntitle: \"Plan\"   # why\ntags: [project/alpha, Area, Review]\nstatus: open\n---\n";
     assert!(after.starts_with(expected_fm), "{after}");
     assert!(after.ends_with(PLAN.split_once("---\n# Plan").unwrap().1));
     // Already there, in any case: unchanged.

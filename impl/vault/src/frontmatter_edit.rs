@@ -180,6 +180,102 @@ pub fn merge(content: &str, data: &Map<String, Json>) -> Result<String, Frontmat
     })
 }
 
+// r[impl vault.frontmatter.list-append]
+/// `content` with `item` appended to the list at top-level key `key`, in the list's own
+/// style: a flow list (`key: [a, b]`) gains `, item` before its `]` (a trailing comment
+/// kept), a block list gains a `- item` line after its last item, at that item's indent. Any
+/// other shape (no such key, a scalar) is set by [`merge`] to the old items plus `item`.
+pub fn push_item(content: &str, key: &str, item: &Json) -> Result<String, FrontmatterError> {
+    let parsed = parse_note(content)?;
+    let old_items = parsed
+        .frontmatter
+        .as_ref()
+        .and_then(|fm| fm.to_json().get(key).cloned());
+    let Some(Json::Array(mut items)) = old_items else {
+        let mut data = Map::new();
+        let mut items = match old_items {
+            Some(Json::Null) | None => Vec::new(),
+            Some(other) => vec![other],
+        };
+        items.push(item.clone());
+        data.insert(key.to_owned(), Json::Array(items));
+        return merge(content, &data);
+    };
+    let fallback = |items: Vec<Json>| {
+        let mut data = Map::new();
+        data.insert(key.to_owned(), Json::Array(items));
+        merge(content, &data)
+    };
+    let empty = items.is_empty();
+    items.push(item.clone());
+    let mut expected = parsed.frontmatter.clone().unwrap_or_default();
+    let mut data = Map::new();
+    data.insert(key.to_owned(), Json::Array(items.clone()));
+    expected.merge(&data)?;
+    // The item as the YAML serializer writes a scalar in a block list.
+    let written = entry_text("k", &Json::Array(vec![item.clone()]))?;
+    let Some(scalar) = written
+        .lines()
+        .nth(1)
+        .and_then(|l| l.trim_start().strip_prefix("- "))
+    else {
+        return fallback(items);
+    };
+    let scalar = scalar.to_owned();
+    let edited = edit(content, &expected, |yaml, list| {
+        let entry = list
+            .iter()
+            .find(|e| e.key == key)
+            .ok_or_else(|| refused("the key is not a top-level line"))?;
+        let text = &yaml[entry.start..entry.end];
+        if let Some(text_end) = entry.single_line_text_end {
+            // A flow list on the key's line: insert before its closing bracket.
+            let line = &yaml[entry.start..text_end];
+            let code_end = trailing_comment(line).map_or(line.len(), |c| {
+                line[..line.len() - c.len()].trim_end().len()
+            });
+            let close = line[..code_end]
+                .rfind(']')
+                .ok_or_else(|| refused("not a flow list"))?;
+            let insert = if empty {
+                scalar.clone()
+            } else {
+                format!(", {scalar}")
+            };
+            let at = entry.start + close;
+            return Ok(format!("{}{insert}{}", &yaml[..at], &yaml[at..]));
+        }
+        // A block list: after its last `- ` line, at that line's indent.
+        let mut last_item_end = None;
+        let mut prefix = String::new();
+        let mut offset = entry.start;
+        for line in text.split_inclusive('\n') {
+            let trimmed = line.trim_start();
+            if trimmed.starts_with("- ") || trimmed.trim_end() == "-" {
+                prefix = line[..line.len() - trimmed.len()].to_owned();
+                last_item_end = Some(offset + line.len());
+            }
+            offset += line.len();
+        }
+        let at = last_item_end.ok_or_else(|| refused("not a block list"))?;
+        let eol = if yaml[..at].ends_with("\r\n") {
+            "\r\n"
+        } else {
+            "\n"
+        };
+        let mut before = yaml[..at].to_owned();
+        if !before.ends_with('\n') {
+            before.push_str(eol);
+        }
+        Ok(format!("{before}{prefix}- {scalar}{eol}{}", &yaml[at..]))
+    });
+    match edited {
+        Ok(text) => Ok(text),
+        // A shape the line edit does not handle: the plain merge, itself read back.
+        Err(_) => fallback(items),
+    }
+}
+
 // r[impl vault.frontmatter.lossless]
 /// `content` without the named keys, every other line of the block as it was.
 pub fn remove(content: &str, keys: &[String]) -> Result<String, FrontmatterError> {
@@ -291,5 +387,42 @@ mod tests {
         let crlf = NOTE.replace('\n', "\r\n");
         let out = merge(&crlf, &data(json!({"status": "done"}))).unwrap();
         assert_eq!(out, crlf.replace("status: draft", "status: done"));
+    }
+
+    // r[verify vault.frontmatter.list-append]
+    #[test]
+    fn an_item_joins_a_list_in_the_lists_own_style() {
+        let c = json!("c");
+        let flow = "---\ntitle: 'T'  # kept\ntags: [a, b]   # mine\n---\nbody\n";
+        assert_eq!(
+            push_item(flow, "tags", &c).unwrap(),
+            "---\ntitle: 'T'  # kept\ntags: [a, b, c]   # mine\n---\nbody\n"
+        );
+        let empty = "---\ntags: []\n---\n";
+        assert_eq!(
+            push_item(empty, "tags", &c).unwrap(),
+            "---\ntags: [c]\n---\n"
+        );
+        let block = "---\ntags:\n  - a # first\n  - b\n# a comment\ntitle: x\n---\n";
+        assert_eq!(
+            push_item(block, "tags", &c).unwrap(),
+            "---\ntags:\n  - a # first\n  - b\n  - c\n# a comment\ntitle: x\n---\n"
+        );
+        let column = "---\r\ntags:\r\n- a\r\n---\r\n";
+        assert_eq!(
+            push_item(column, "tags", &c).unwrap(),
+            "---\r\ntags:\r\n- a\r\n- c\r\n---\r\n"
+        );
+        // No list yet: the key is added, the rest untouched.
+        let none = "---\n# top\ntitle: x\n---\n";
+        let added = push_item(none, "tags", &c).unwrap();
+        assert!(added.starts_with("---\n# top\ntitle: x\n"), "{added}");
+        assert!(added.contains("tags:\n- c\n"), "{added}");
+        // A value that needs quoting is quoted as YAML needs.
+        let quoted = push_item(flow, "tags", &json!("x: y")).unwrap();
+        assert!(
+            quoted.contains("tags: [a, b, 'x: y']") || quoted.contains("tags: [a, b, \"x: y\"]"),
+            "{quoted}"
+        );
     }
 }

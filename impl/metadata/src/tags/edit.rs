@@ -118,6 +118,15 @@ pub fn add_to_frontmatter(text: &str, tag: &str) -> Result<Option<String>, Front
         .into_iter()
         .next()
         .unwrap_or_else(|| ("tags".to_owned(), Vec::new()));
+    // r[impl vault.frontmatter.list-append]
+    // A list written as a list gains the tag in its own style (flow or block, comments
+    // kept); a tag string (`tags: a, b`) is rewritten as the list it stands for.
+    let is_list = tc_vault::note::parse_note(text)?
+        .frontmatter
+        .is_some_and(|fm| matches!(fm.to_json().get(&key), Some(Json::Array(_))));
+    if is_list {
+        return frontmatter_edit::push_item(text, &key, &Json::String(tag.to_owned())).map(Some);
+    }
     items.push(Json::String(tag.to_owned()));
     set_list(text, &key, items).map(Some)
 }
