@@ -429,8 +429,8 @@ mod tests {
         assert!(blocked.rule.contains("maxBytes"));
         let blocked = c.judge(&create("bad#name.md", "x")).unwrap_err();
         assert!(blocked.rule.contains("namePattern"));
-        let blocked = c.judge(&create("image.png", "x")).unwrap_err();
-        assert!(blocked.rule.contains("namePattern"));
+        // A file that is not a note is judged by forbidWrites alone (attachments.conventions).
+        assert!(c.judge(&create("image.png", "x")).is_ok());
         assert!(c.judge(&create("ok name.md", "x")).is_ok());
         // A move is judged as new at its destination.
         let mv = WriteIntent::new(
