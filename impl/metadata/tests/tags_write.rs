@@ -87,9 +87,10 @@ fn removing_from_the_frontmatter_is_free_and_an_inline_removal_asks() {
         json!([{"old": "Area", "new": null, "inline": false}])
     );
     let after = fx.get("plan.md").unwrap();
+    // r[verify vault.frontmatter.list-remove]
     assert_eq!(
         after,
-        PLAN.replace("tags: [project/alpha, Area]", "tags:\n- project/alpha")
+        PLAN.replace("tags: [project/alpha, Area]", "tags: [project/alpha]")
     );
     assert_eq!(fx.requested(), 0);
     // Inline: a body line changes, so the call asks; nothing is written before.

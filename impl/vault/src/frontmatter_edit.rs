@@ -276,6 +276,129 @@ pub fn push_item(content: &str, key: &str, item: &Json) -> Result<String, Frontm
     }
 }
 
+/// The value a YAML scalar written as `text` reads as (`None` when it does not parse).
+fn scalar_value(text: &str) -> Option<Json> {
+    Frontmatter::parse_yaml(&format!("k: {text}\n"))
+        .ok()
+        .and_then(|fm| fm.to_json().get("k").cloned())
+}
+
+/// The byte ranges of a flow list's items in `inner` (the text between its brackets), split
+/// at commas outside quotes.
+fn flow_items(inner: &str) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    let (mut start, mut quote) = (0, None::<char>);
+    for (at, ch) in inner.char_indices() {
+        match quote {
+            Some(q) if ch == q => quote = None,
+            Some(_) => {}
+            None if ch == '"' || ch == '\'' => quote = Some(ch),
+            None if ch == ',' => {
+                out.push((start, at));
+                start = at + 1;
+            }
+            None => {}
+        }
+    }
+    if !inner[start..].trim().is_empty() || !out.is_empty() {
+        out.push((start, inner.len()));
+    }
+    out
+}
+
+// r[impl vault.frontmatter.list-remove]
+/// `content` without the items of the list at `key` that `gone` picks, in the list's own
+/// style: a flow list loses those elements (and their commas), a block list loses their
+/// `- ` lines; comments and every other line stay. A list left empty is written `[]` (flow)
+/// or the key removed (block). Any other shape goes through [`merge`]/[`remove`].
+pub fn remove_items(
+    content: &str,
+    key: &str,
+    gone: &dyn Fn(&Json) -> bool,
+) -> Result<String, FrontmatterError> {
+    let parsed = parse_note(content)?;
+    let Some(Json::Array(items)) = parsed
+        .frontmatter
+        .as_ref()
+        .and_then(|fm| fm.to_json().get(key).cloned())
+    else {
+        return Ok(content.to_owned());
+    };
+    let kept: Vec<Json> = items.iter().filter(|item| !gone(item)).cloned().collect();
+    if kept.len() == items.len() {
+        return Ok(content.to_owned());
+    }
+    let fallback = || {
+        if kept.is_empty() {
+            remove(content, &[key.to_owned()])
+        } else {
+            let mut data = Map::new();
+            data.insert(key.to_owned(), Json::Array(kept.clone()));
+            merge(content, &data)
+        }
+    };
+    let mut expected = parsed.frontmatter.clone().unwrap_or_default();
+    let mut data = Map::new();
+    data.insert(key.to_owned(), Json::Array(kept.clone()));
+    expected.merge(&data)?;
+    let edited = edit(content, &expected, |yaml, list| {
+        let entry = list
+            .iter()
+            .find(|e| e.key == key)
+            .ok_or_else(|| refused("the key is not a top-level line"))?;
+        if let Some(text_end) = entry.single_line_text_end {
+            let line = &yaml[entry.start..text_end];
+            let code_end = trailing_comment(line).map_or(line.len(), |c| {
+                line[..line.len() - c.len()].trim_end().len()
+            });
+            let open = line.find('[').ok_or_else(|| refused("not a flow list"))?;
+            let close = line[..code_end]
+                .rfind(']')
+                .ok_or_else(|| refused("not a flow list"))?;
+            let inner = &line[open + 1..close];
+            let parts: Vec<&str> = flow_items(inner)
+                .into_iter()
+                .map(|(a, b)| &inner[a..b])
+                .filter(|part| !scalar_value(part.trim()).is_some_and(|v| gone(&v)))
+                .collect();
+            let rebuilt = parts
+                .iter()
+                .enumerate()
+                .map(|(i, part)| if i == 0 { part.trim_start() } else { part })
+                .collect::<Vec<_>>()
+                .join(",");
+            let at = entry.start;
+            return Ok(format!(
+                "{}{}{}",
+                &yaml[..at + open + 1],
+                rebuilt,
+                &yaml[at + close..]
+            ));
+        }
+        let mut out = String::with_capacity(yaml.len());
+        out.push_str(&yaml[..entry.start]);
+        let text = &yaml[entry.start..entry.end];
+        for line in text.split_inclusive('\n') {
+            let trimmed = line.trim_start();
+            let dropped = trimmed.strip_prefix("- ").is_some_and(|item| {
+                let item = item.trim_end_matches(['\n', '\r']);
+                let code = trailing_comment(item)
+                    .map_or(item, |c| item[..item.len() - c.len()].trim_end());
+                scalar_value(code.trim()).is_some_and(|v| gone(&v))
+            });
+            if !dropped {
+                out.push_str(line);
+            }
+        }
+        out.push_str(&yaml[entry.end..]);
+        Ok(out)
+    });
+    match edited {
+        Ok(text) => Ok(text),
+        Err(_) => fallback(),
+    }
+}
+
 // r[impl vault.frontmatter.lossless]
 /// `content` without the named keys, every other line of the block as it was.
 pub fn remove(content: &str, keys: &[String]) -> Result<String, FrontmatterError> {
@@ -423,6 +546,36 @@ mod tests {
         assert!(
             quoted.contains("tags: [a, b, 'x: y']") || quoted.contains("tags: [a, b, \"x: y\"]"),
             "{quoted}"
+        );
+    }
+
+    // r[verify vault.frontmatter.list-remove]
+    #[test]
+    fn items_leave_a_list_in_the_lists_own_style() {
+        let b = |v: &Json| v == &json!("b");
+        let flow = "---\ntitle: x # kept\ntags: [a, b, c]   # mine\n---\nbody\n";
+        assert_eq!(
+            remove_items(flow, "tags", &b).unwrap(),
+            "---\ntitle: x # kept\ntags: [a, c]   # mine\n---\nbody\n"
+        );
+        let block = "---\ntags:\n  - a # first\n  - b # goes\n  - c\n# a comment\n---\n";
+        assert_eq!(
+            remove_items(block, "tags", &b).unwrap(),
+            "---\ntags:\n  - a # first\n  - c\n# a comment\n---\n"
+        );
+        let last = "---\ntags: [b]\nx: 1\n---\n";
+        assert_eq!(
+            remove_items(last, "tags", &b).unwrap(),
+            "---\ntags: []\nx: 1\n---\n"
+        );
+        let quoted = "---\ntags: ['a, z', \"b\"]\n---\n";
+        assert_eq!(
+            remove_items(quoted, "tags", &b).unwrap(),
+            "---\ntags: ['a, z']\n---\n"
+        );
+        assert_eq!(
+            remove_items(flow, "tags", &|v: &Json| v == &json!("q")).unwrap(),
+            flow
         );
     }
 }

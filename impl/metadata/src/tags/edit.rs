@@ -204,7 +204,19 @@ pub fn remove_from_frontmatter(
                 new: None,
                 inline: false,
             }));
-        current = set_list(&current, &key, kept)?;
+        // r[impl vault.frontmatter.list-remove]
+        // A list written as a list loses the tag in its own style; a tag string is
+        // rewritten as the list it stands for.
+        let is_list = tc_vault::note::parse_note(&current)?
+            .frontmatter
+            .is_some_and(|fm| matches!(fm.to_json().get(&key), Some(Json::Array(_))));
+        current = if is_list {
+            frontmatter_edit::remove_items(&current, &key, &|item: &Json| {
+                item_text(item).is_some_and(|t| normalized(t) == tag)
+            })?
+        } else {
+            set_list(&current, &key, kept)?
+        };
     }
     Ok(current)
 }
