@@ -277,7 +277,8 @@ fn a_real_rename_asks_once_and_changes_only_the_tags() {
     assert_eq!(fx.requested(), 1, "one confirmation for the whole rename");
     assert_eq!(
         fx.get("a.md").unwrap(),
-        "---\ntags:\n- Work\n- Work/alpha\n- other\n---\n# A #Work/beta\ntext #Work, `#project` [[x#project]]\n"
+        // r[verify vault.frontmatter.list-replace]
+        "---\ntags:\n  - Work   # the main one\n  - Work/alpha\n  - other\n---\n# A #Work/beta\ntext #Work, `#project` [[x#project]]\n"
     );
     assert_eq!(fx.get("b.md").unwrap(), "#projects and #Work/alpha/deep\n");
     assert_eq!(
@@ -335,7 +336,7 @@ fn a_rename_is_bound_to_every_note_it_touches_and_to_the_set() {
     };
     let applied = |fx: &Fx| {
         assert_eq!(fx.get("a.md").unwrap(), "#new here\n");
-        assert_eq!(fx.get("b.md").unwrap(), "---\ntags:\n- new/x\n---\n");
+        assert_eq!(fx.get("b.md").unwrap(), "---\ntags: [new/x]\n---\n");
     };
     // A touched note changes.
     Scenario {

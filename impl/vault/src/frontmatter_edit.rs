@@ -399,6 +399,120 @@ pub fn remove_items(
     }
 }
 
+/// A scalar as the YAML serializer writes it in a list.
+fn scalar_text(value: &Json) -> Result<Option<String>, FrontmatterError> {
+    let written = entry_text("k", &Json::Array(vec![value.clone()]))?;
+    Ok(written
+        .lines()
+        .nth(1)
+        .and_then(|l| l.trim_start().strip_prefix("- "))
+        .map(str::to_owned))
+}
+
+// r[impl vault.frontmatter.list-replace]
+/// `content` with each item of the list at `key` for which `new` gives a value replaced by
+/// it, in place: only that element's characters change (a flow element, or a block item's
+/// text before its comment). Any other shape goes through [`merge`].
+pub fn replace_items(
+    content: &str,
+    key: &str,
+    new: &dyn Fn(&Json) -> Option<Json>,
+) -> Result<String, FrontmatterError> {
+    let parsed = parse_note(content)?;
+    let Some(Json::Array(items)) = parsed
+        .frontmatter
+        .as_ref()
+        .and_then(|fm| fm.to_json().get(key).cloned())
+    else {
+        return Ok(content.to_owned());
+    };
+    let replaced: Vec<Json> = items
+        .iter()
+        .map(|item| new(item).unwrap_or_else(|| item.clone()))
+        .collect();
+    if replaced == items {
+        return Ok(content.to_owned());
+    }
+    let mut expected = parsed.frontmatter.clone().unwrap_or_default();
+    let mut data = Map::new();
+    data.insert(key.to_owned(), Json::Array(replaced.clone()));
+    expected.merge(&data)?;
+    let substitute = |code: &str| -> Result<Option<String>, FrontmatterError> {
+        match scalar_value(code.trim()).and_then(|v| new(&v)) {
+            Some(value) => scalar_text(&value),
+            None => Ok(None),
+        }
+    };
+    let edited = edit(content, &expected, |yaml, list| {
+        let entry = list
+            .iter()
+            .find(|e| e.key == key)
+            .ok_or_else(|| refused("the key is not a top-level line"))?;
+        let mut out = String::with_capacity(yaml.len() + 16);
+        out.push_str(&yaml[..entry.start]);
+        if let Some(text_end) = entry.single_line_text_end {
+            let line = &yaml[entry.start..text_end];
+            let code_end = trailing_comment(line).map_or(line.len(), |c| {
+                line[..line.len() - c.len()].trim_end().len()
+            });
+            let open = line.find('[').ok_or_else(|| refused("not a flow list"))?;
+            let close = line[..code_end]
+                .rfind(']')
+                .ok_or_else(|| refused("not a flow list"))?;
+            let inner = &line[open + 1..close];
+            out.push_str(&line[..open + 1]);
+            let mut at = 0;
+            for (a, b) in flow_items(inner) {
+                out.push_str(&inner[at..a]);
+                let part = &inner[a..b];
+                let lead = &part[..part.len() - part.trim_start().len()];
+                let tail = &part[lead.len() + part.trim().len()..];
+                match substitute(part)? {
+                    Some(text) => {
+                        out.push_str(lead);
+                        out.push_str(&text);
+                        out.push_str(tail);
+                    }
+                    None => out.push_str(part),
+                }
+                at = b;
+            }
+            out.push_str(&inner[at..]);
+            out.push_str(&yaml[entry.start + close..entry.end]);
+        } else {
+            for line in yaml[entry.start..entry.end].split_inclusive('\n') {
+                let trimmed = line.trim_start();
+                let Some(item) = trimmed.strip_prefix("- ") else {
+                    out.push_str(line);
+                    continue;
+                };
+                let body = item.trim_end_matches(['\n', '\r']);
+                let code = trailing_comment(body)
+                    .map_or(body, |c| body[..body.len() - c.len()].trim_end());
+                match substitute(code)? {
+                    Some(text) => {
+                        out.push_str(&line[..line.len() - trimmed.len()]);
+                        out.push_str("- ");
+                        out.push_str(&text);
+                        out.push_str(&item[code.len()..]);
+                    }
+                    None => out.push_str(line),
+                }
+            }
+        }
+        out.push_str(&yaml[entry.end..]);
+        Ok(out)
+    });
+    match edited {
+        Ok(text) => Ok(text),
+        Err(_) => {
+            let mut data = Map::new();
+            data.insert(key.to_owned(), Json::Array(replaced));
+            merge(content, &data)
+        }
+    }
+}
+
 // r[impl vault.frontmatter.lossless]
 /// `content` without the named keys, every other line of the block as it was.
 pub fn remove(content: &str, keys: &[String]) -> Result<String, FrontmatterError> {
@@ -577,5 +691,22 @@ mod tests {
             remove_items(flow, "tags", &|v: &Json| v == &json!("q")).unwrap(),
             flow
         );
+    }
+
+    // r[verify vault.frontmatter.list-replace]
+    #[test]
+    fn items_are_replaced_in_place() {
+        let rename = |v: &Json| (v == &json!("todo")).then(|| json!("task"));
+        let flow = "---\ntags: [a, todo, c]   # mine\n---\n";
+        assert_eq!(
+            replace_items(flow, "tags", &rename).unwrap(),
+            "---\ntags: [a, task, c]   # mine\n---\n"
+        );
+        let block = "---\ntags:\n  - a # first\n  - todo # this one\n# a comment\n---\n";
+        assert_eq!(
+            replace_items(block, "tags", &rename).unwrap(),
+            "---\ntags:\n  - a # first\n  - task # this one\n# a comment\n---\n"
+        );
+        assert_eq!(replace_items(flow, "tags", &|_: &Json| None).unwrap(), flow);
     }
 }

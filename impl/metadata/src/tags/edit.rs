@@ -233,6 +233,7 @@ pub fn rename_in_frontmatter(
     }
     let mut current = text.to_owned();
     for (key, items) in tag_lists(text)? {
+        let items_len = items.len();
         let mut changed = false;
         let mut seen: Vec<String> = Vec::new();
         let mut new_items = Vec::with_capacity(items.len());
@@ -263,7 +264,22 @@ pub fn rename_in_frontmatter(
             new_items.push(item);
         }
         if changed {
-            current = set_list(&current, &key, new_items)?;
+            // r[impl vault.frontmatter.list-replace]
+            // A list written as a list has each renamed tag replaced in place, unless the
+            // rename merged two entries (then the list is written anew).
+            let is_list = tc_vault::note::parse_note(&current)?
+                .frontmatter
+                .is_some_and(|fm| matches!(fm.to_json().get(&key), Some(Json::Array(_))));
+            let merged_two = new_items.len() != items_len;
+            current = if is_list && !merged_two {
+                frontmatter_edit::replace_items(&current, &key, &|item: &Json| {
+                    item_text(item)
+                        .and_then(|t| renamed(t, from, to))
+                        .map(Json::String)
+                })?
+            } else {
+                set_list(&current, &key, new_items)?
+            };
         }
     }
     Ok(current)
