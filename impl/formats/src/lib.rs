@@ -1,11 +1,17 @@
-//! Obsidian's own file formats as tools: canvas, bases, bookmarks, workspaces and Excalidraw
-//! drawings (spec/formats.md).
+//! Obsidian's own file formats as tools (spec/formats.md): JSON Canvas files, read and written
+//! on the server host with no running Obsidian.
+//!
+//! - `canvas`: `read_canvas`, `create_canvas`, `update_canvas`.
+
+pub mod canvas;
 
 use tc_tools::{Registry, RegistryBuildError};
 
 /// Adds the family's tools to `registry`, in the order `tools/list` shows them.
 pub fn register(registry: &mut Registry) -> Result<(), RegistryBuildError> {
-    let _ = registry;
+    registry.add(canvas::ReadCanvas)?;
+    registry.add(canvas::CreateCanvas)?;
+    registry.add(canvas::UpdateCanvas)?;
     Ok(())
 }
 

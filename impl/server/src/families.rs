@@ -38,6 +38,7 @@ pub fn families(config: &Config, sessions: &Arc<tc_sessions::Sessions>) -> Vec<B
         Box::new(tc_periodic::TasksFamily),
         Box::new(tc_attachments::AttachmentsFamily::new(config.attachments)),
         Box::new(tc_bulk::BulkFamily),
+        Box::new(tc_formats::FormatsFamily),
     ]
 }
 

@@ -51,8 +51,19 @@ async fn the_server_is_built_from_its_families_and_serves_what_tools_families_na
     assert_eq!(
         names,
         [
-            "notes", "sections", "memory", "bridge", "ocr", "search", "git", "sessions",
-            "metadata", "tasks", "attachments", "bulk"
+            "notes",
+            "sections",
+            "memory",
+            "bridge",
+            "ocr",
+            "search",
+            "git",
+            "sessions",
+            "metadata",
+            "tasks",
+            "attachments",
+            "bulk",
+            "formats"
         ]
     );
     // Every served tool comes from exactly one family, and nothing else registers one.

@@ -530,6 +530,42 @@ fn cases() -> Vec<DriftCase> {
             args: || json!({"path": "assets/a.png"}),
             change: |v| put(v, "assets/a.png", "changed"),
         },
+        DriftCase {
+            tool: "create_canvas",
+            setup: |v| put(v, "b.canvas", "{\"nodes\":[],\"edges\":[]}"),
+            args: || json!({"path": "b.canvas", "overwrite": true, "nodes": []}),
+            change: |v| put(v, "b.canvas", "{\"nodes\":[],\"edges\":[],\"k\":1}"),
+        },
+        DriftCase {
+            tool: "update_canvas",
+            setup: |v| {
+                let nodes: Vec<String> = (0..12)
+                    .map(|i| {
+                        format!("{{\"id\":\"n{i}\",\"type\":\"group\",\"x\":0,\"y\":0,\"width\":1,\"height\":1}}")
+                    })
+                    .collect();
+                put(
+                    v,
+                    "big.canvas",
+                    &format!("{{\"nodes\":[{}],\"edges\":[]}}", nodes.join(",")),
+                );
+            },
+            args: || {
+                json!({"path": "big.canvas",
+                       "remove_node_ids": ["n0","n1","n2","n3","n4","n5","n6","n7","n8","n9","n10"]})
+            },
+            change: |v| {
+                let text = std::fs::read_to_string(v.join("big.canvas")).unwrap();
+                put(
+                    v,
+                    "big.canvas",
+                    &text.replace(
+                        "\"n11\",\"type\":\"group\",\"x\":0",
+                        "\"n11\",\"type\":\"group\",\"x\":5",
+                    ),
+                );
+            },
+        },
         // Each gated tool of a family adds its case here: one entry drives it through every
         // route, directly and through call_capability.
     ]
