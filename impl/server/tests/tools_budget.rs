@@ -223,6 +223,7 @@ const TASKS: &[(&str, &str)] = &[
     ),
 ];
 
+// r[verify facade.find.name-coverage]
 // r[verify facade.find.stemmed]
 #[tokio::test]
 async fn find_capability_puts_the_right_tool_in_its_top_three_for_nine_tasks_in_ten() {

@@ -148,6 +148,8 @@ const STOPWORDS: &[&str] = &[
 #[derive(Debug)]
 struct Doc {
     name: String,
+    /// The stems of the tool's name.
+    name_words: BTreeSet<String>,
     terms: BTreeMap<String, u32>,
     length: u32,
 }
@@ -189,6 +191,7 @@ impl ToolIndex {
             }
             docs.push(Doc {
                 name: def.name.clone(),
+                name_words: name_words.iter().cloned().collect(),
                 terms,
                 length,
             });
@@ -248,6 +251,21 @@ impl ToolIndex {
                         own.max(meant)
                     })
                     .sum();
+                // r[impl facade.find.name-coverage]
+                // A tool whose name says what the query asks, word for word or through a
+                // synonym, is the tool meant: its score grows with the share of the query's
+                // words its name covers.
+                let covered = query_words
+                    .iter()
+                    .filter(|word| {
+                        doc.name_words.contains(*word)
+                            || self.synonyms.get(*word).is_some_and(|meant| {
+                                meant.iter().any(|m| doc.name_words.contains(m))
+                            })
+                    })
+                    .count();
+                let coverage = covered as f64 / query_words.len() as f64;
+                let score = score * (1.0 + coverage);
                 (score > 0.0).then_some((doc.name.as_str(), score))
             })
             .collect();
