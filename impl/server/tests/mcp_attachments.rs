@@ -53,7 +53,11 @@ fn image_block(result: &CallToolResult) -> (Vec<u8>, String) {
 // r[verify attachments.get.image-fits]
 #[tokio::test]
 async fn an_image_comes_back_as_image_content_that_fits_the_cap_on_both_routes() {
-    let h = Harness::with(|c| c.governor.max_response_bytes = CAP as u64);
+    // Lean mode serves call_capability beside every tool called by its own name.
+    let h = Harness::with(|c| {
+        c.governor.max_response_bytes = CAP as u64;
+        c.tool_facade.mode = tc_server::facade::FacadeMode::Lean;
+    });
     let jpeg = photo(1600, 1200);
     assert!(jpeg.len() > CAP, "{}", jpeg.len());
     let file = h.vault.join("assets/photo.jpg");
