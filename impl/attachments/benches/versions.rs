@@ -31,7 +31,10 @@ fn writes(c: &mut Criterion) {
     let mut group = c.benchmark_group("confirmed_write");
     for size in [4 * 1024, 64 * 1024] {
         let versions = [note(size, b'a'), note(size, b'b')];
-        let mut hash = vault.write(&path, &versions[0], &Precondition::None).unwrap().hash;
+        let mut hash = vault
+            .write(&path, &versions[0], &Precondition::None)
+            .unwrap()
+            .hash;
         let mut turn = 1;
         group.bench_with_input(BenchmarkId::new("write", size), &size, |b, _| {
             b.iter(|| {

@@ -59,7 +59,10 @@ fn vault() -> Fx {
         }
         let near = (i / PER_FOLDER) * PER_FOLDER + rng.below(PER_FOLDER);
         text.push_str(&format!("A [sibling](note-{near:05}.md) and "));
-        text.push_str(&format!("[far](/{}) and [[missing-{i}]].\n", note_path(rng.below(NOTES))));
+        text.push_str(&format!(
+            "[far](/{}) and [[missing-{i}]].\n",
+            note_path(rng.below(NOTES))
+        ));
         text.push_str("Some prose of the note, a paragraph long enough to look like one.\n");
         let path = fx.root.join(note_path(i));
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();

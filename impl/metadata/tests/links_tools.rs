@@ -304,8 +304,13 @@ fn each_link_tool_lists_in_about_a_thousand_bytes() {
     let registry = MetadataTools::registry();
     for entry in registry.list() {
         let name = entry["name"].as_str().unwrap();
-        if ["get_backlinks", "get_outgoing_links", "find_orphans", "find_unresolved_links"]
-            .contains(&name)
+        if [
+            "get_backlinks",
+            "get_outgoing_links",
+            "find_orphans",
+            "find_unresolved_links",
+        ]
+        .contains(&name)
         {
             let bytes = serde_json::to_vec(&entry).unwrap().len();
             println!("{name}: {bytes} bytes");

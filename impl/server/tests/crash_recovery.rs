@@ -18,7 +18,11 @@ fn hex(text: &str) -> String {
 /// Where the server keeps vault `vault`'s move journal.
 fn journal(h: &Harness) -> std::path::PathBuf {
     let snapshots = tc_vault::vault::snapshot_dir_for(&h.cache, &h.vault_id()).unwrap();
-    let name = snapshots.file_name().unwrap().to_string_lossy().into_owned();
+    let name = snapshots
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
     snapshots
         .parent()
         .unwrap()

@@ -74,8 +74,8 @@ pub fn rewrite_note(
     };
     for link in find_md_links_beside(content, &wikis) {
         let resolved = resolve_markdown(resolver, source, &link.path);
-        let named = (lr.include_embeds || !link.embed)
-            && lr.matcher.matches_resolved(resolved, &link.path);
+        let named =
+            (lr.include_embeds || !link.embed) && lr.matcher.matches_resolved(resolved, &link.path);
         let file = if named {
             rewrite.new_file
         } else if source_after != source {

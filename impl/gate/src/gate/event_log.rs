@@ -73,7 +73,11 @@ impl Gate {
     // r[impl events.recovered]
     /// Records what the server did at start-up with work a killed process left half done in
     /// vault `vault` (`detail` says what: the operation, its paths, what was finished).
-    pub fn record_recovery(&self, vault: &str, detail: serde_json::Value) -> Result<(), StoreError> {
+    pub fn record_recovery(
+        &self,
+        vault: &str,
+        detail: serde_json::Value,
+    ) -> Result<(), StoreError> {
         let now = self.now();
         self.inner.store.with_conn(|conn| {
             store::insert_event(
