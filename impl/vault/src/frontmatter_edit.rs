@@ -231,12 +231,7 @@ pub fn push_item(content: &str, key: &str, item: &Json) -> Result<String, Frontm
         if let Some(text_end) = entry.single_line_text_end {
             // A flow list on the key's line: insert before its closing bracket.
             let line = &yaml[entry.start..text_end];
-            let code_end = trailing_comment(line).map_or(line.len(), |c| {
-                line[..line.len() - c.len()].trim_end().len()
-            });
-            let close = line[..code_end]
-                .rfind(']')
-                .ok_or_else(|| refused("not a flow list"))?;
+            let (_, close) = flow_brackets(line)?;
             let insert = if empty {
                 scalar.clone()
             } else {
@@ -274,6 +269,20 @@ pub fn push_item(content: &str, key: &str, item: &Json) -> Result<String, Frontm
         // A shape the line edit does not handle: the plain merge, itself read back.
         Err(_) => fallback(items),
     }
+}
+
+/// The byte offsets of a one-line flow list's `[` and `]` in `line` (a key line), the
+/// closing bracket found before any trailing comment.
+fn flow_brackets(line: &str) -> Result<(usize, usize), FrontmatterError> {
+    let code_end = trailing_comment(line).map_or(line.len(), |c| {
+        line[..line.len() - c.len()].trim_end().len()
+    });
+    let open = line.find('[').ok_or_else(|| refused("not a flow list"))?;
+    let close = line[..code_end]
+        .rfind(']')
+        .filter(|close| *close > open)
+        .ok_or_else(|| refused("not a flow list"))?;
+    Ok((open, close))
 }
 
 /// The value a YAML scalar written as `text` reads as (`None` when it does not parse).
@@ -348,13 +357,7 @@ pub fn remove_items(
             .ok_or_else(|| refused("the key is not a top-level line"))?;
         if let Some(text_end) = entry.single_line_text_end {
             let line = &yaml[entry.start..text_end];
-            let code_end = trailing_comment(line).map_or(line.len(), |c| {
-                line[..line.len() - c.len()].trim_end().len()
-            });
-            let open = line.find('[').ok_or_else(|| refused("not a flow list"))?;
-            let close = line[..code_end]
-                .rfind(']')
-                .ok_or_else(|| refused("not a flow list"))?;
+            let (open, close) = flow_brackets(line)?;
             let inner = &line[open + 1..close];
             let parts: Vec<&str> = flow_items(inner)
                 .into_iter()
@@ -452,13 +455,7 @@ pub fn replace_items(
         out.push_str(&yaml[..entry.start]);
         if let Some(text_end) = entry.single_line_text_end {
             let line = &yaml[entry.start..text_end];
-            let code_end = trailing_comment(line).map_or(line.len(), |c| {
-                line[..line.len() - c.len()].trim_end().len()
-            });
-            let open = line.find('[').ok_or_else(|| refused("not a flow list"))?;
-            let close = line[..code_end]
-                .rfind(']')
-                .ok_or_else(|| refused("not a flow list"))?;
+            let (open, close) = flow_brackets(line)?;
             let inner = &line[open + 1..close];
             out.push_str(&line[..open + 1]);
             let mut at = 0;
