@@ -1,6 +1,7 @@
 //! Journal tools from the vault's own settings: periodic notes and templates (spec/periodic.md)
 //! and tasks (spec/tasks.md).
 
+pub mod moment;
 pub mod tasks;
 
 pub use tasks::TasksFamily;
