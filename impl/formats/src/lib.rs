@@ -1,17 +1,27 @@
-//! Obsidian's own file formats as tools (spec/formats.md): JSON Canvas files, read and written
-//! on the server host with no running Obsidian.
+//! Obsidian's own file formats as tools (spec/formats.md): JSON Canvas files and the
+//! Excalidraw plugin's drawings, read and written on the server host with no running Obsidian.
 //!
 //! - `canvas`: `read_canvas`, `create_canvas`, `update_canvas`.
+//! - `excalidraw`: `read_excalidraw`, `create_excalidraw`.
 
 pub mod canvas;
+pub mod excalidraw;
 
 use tc_tools::{Registry, RegistryBuildError};
+
+/// Drops the `default` a `#[serde(default)]` list would advertise: an absent list is empty,
+/// said once in the description rather than in every field (the tool-list budget).
+pub(crate) fn no_default(schema: &mut schemars::Schema) {
+    schema.remove("default");
+}
 
 /// Adds the family's tools to `registry`, in the order `tools/list` shows them.
 pub fn register(registry: &mut Registry) -> Result<(), RegistryBuildError> {
     registry.add(canvas::ReadCanvas)?;
     registry.add(canvas::CreateCanvas)?;
     registry.add(canvas::UpdateCanvas)?;
+    registry.add(excalidraw::ReadExcalidraw)?;
+    registry.add(excalidraw::CreateExcalidraw)?;
     Ok(())
 }
 

@@ -108,10 +108,7 @@ fn a_small_update_is_free_and_keeps_every_untouched_line() {
                    "add_edges": [{"id": "f", "fromNode": "b", "toNode": "c"}]}),
         )
         .unwrap();
-    assert_eq!(
-        (out["nodes"].clone(), out["edges"].clone()),
-        (json!(3), json!(2))
-    );
+    assert_eq!(out["nodes"], json!(3));
     let text = fx.get("b.canvas").unwrap();
     // The two nodes and the edge that were there keep their lines byte for byte.
     for line in BOARD.lines().filter(|l| l.starts_with("\t\t")) {

@@ -1,8 +1,13 @@
 //! Journal tools from the vault's own settings: periodic notes and templates (spec/periodic.md)
 //! and tasks (spec/tasks.md).
 
+pub mod expand;
+pub mod journal;
 pub mod moment;
+pub mod period;
+pub mod settings;
 pub mod tasks;
+pub mod templates;
 
 pub use tasks::TasksFamily;
 
@@ -10,8 +15,8 @@ use tc_tools::{Registry, RegistryBuildError};
 
 /// Adds the family's tools to `registry`, in the order `tools/list` shows them.
 pub fn register(registry: &mut Registry) -> Result<(), RegistryBuildError> {
-    let _ = registry;
-    Ok(())
+    journal::register(registry)?;
+    templates::register(registry)
 }
 
 /// The family `periodic` (spec/tools.md `tools.families`).

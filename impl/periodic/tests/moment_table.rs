@@ -24,8 +24,11 @@ fn every_format_writes_what_moment_writes() {
         .unwrap()
         .iter()
         .map(|d| {
-            NaiveDateTime::parse_from_str(&format!("{}{time}", d.as_str().unwrap()), "%Y-%m-%dT%H:%M:%S%.3f")
-                .unwrap()
+            NaiveDateTime::parse_from_str(
+                &format!("{}{time}", d.as_str().unwrap()),
+                "%Y-%m-%dT%H:%M:%S%.3f",
+            )
+            .unwrap()
         })
         .collect();
     let mut checked = 0;
@@ -41,7 +44,12 @@ fn every_format_writes_what_moment_writes() {
         }
     }
     assert!(checked > 5_000, "{checked}");
-    assert!(wrong.is_empty(), "{} of {checked} differ:\n{}", wrong.len(), wrong.join("\n"));
+    assert!(
+        wrong.is_empty(),
+        "{} of {checked} differ:\n{}",
+        wrong.len(),
+        wrong.join("\n")
+    );
 }
 
 // r[verify periodic.moment.parse]
@@ -62,10 +70,22 @@ fn every_strict_parse_agrees_with_moment() {
             .map(|p| p.date.format("%Y-%m-%d").to_string());
         valid += usize::from(expected.is_some());
         if got.as_deref() != expected {
-            wrong.push(format!("{format:?} reading {input:?}: {got:?}, moment {expected:?}"));
+            wrong.push(format!(
+                "{format:?} reading {input:?}: {got:?}, moment {expected:?}"
+            ));
         }
     }
     // Both kinds are in the table.
-    assert!(valid > 1_000 && rows.len() - valid > 500, "{valid} of {}", rows.len());
-    assert!(wrong.is_empty(), "{} of {} differ:\n{}", wrong.len(), rows.len(), wrong.join("\n"));
+    assert!(
+        valid > 1_000 && rows.len() - valid > 500,
+        "{valid} of {}",
+        rows.len()
+    );
+    assert!(
+        wrong.is_empty(),
+        "{} of {} differ:\n{}",
+        wrong.len(),
+        rows.len(),
+        wrong.join("\n")
+    );
 }

@@ -566,6 +566,25 @@ fn cases() -> Vec<DriftCase> {
                 );
             },
         },
+        // r[verify drift.bind.create-excalidraw]
+        DriftCase {
+            tool: "create_excalidraw",
+            setup: |v| {
+                put(
+                    v,
+                    "d.excalidraw.md",
+                    "## Drawing\n```json\n{\"type\":\"excalidraw\",\"elements\":[]}\n```\n%%",
+                );
+            },
+            args: || json!({"path": "d.excalidraw.md", "overwrite": true, "elements": []}),
+            change: |v| {
+                put(
+                    v,
+                    "d.excalidraw.md",
+                    "## Drawing\n```json\n{\"type\":\"excalidraw\",\"elements\":[{\"id\":\"x\"}]}\n```\n%%",
+                );
+            },
+        },
         // Each gated tool of a family adds its case here: one entry drives it through every
         // route, directly and through call_capability.
     ]

@@ -142,13 +142,15 @@ impl Tool for ReadCanvas {
 pub struct CreateCanvasArgs {
     /// A `.canvas` file.
     pub path: String,
-    /// JSON Canvas nodes: id, type (text, file, link, group), x, y, width, height, …
+    /// id, type (text|file|link|group), x, y, width, height, …
     #[serde(default)]
+    #[schemars(with = "Vec<Value>", transform = crate::no_default)]
     pub nodes: Vec<Map<String, Value>>,
-    /// JSON Canvas edges: id, fromNode, toNode, …
+    /// id, fromNode, toNode, …
     #[serde(default)]
+    #[schemars(with = "Vec<Value>", transform = crate::no_default)]
     pub edges: Vec<Map<String, Value>>,
-    /// Replace a canvas already at `path`.
+    /// Replace an existing canvas.
     #[serde(default)]
     pub overwrite: bool,
 }
@@ -161,12 +163,18 @@ pub struct Written {
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct CanvasWriteOutput {
+pub struct CanvasCreated {
     pub path: String,
-    pub nodes: usize,
-    pub edges: usize,
     pub content_hash: String,
     pub created: bool,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct CanvasUpdated {
+    pub path: String,
+    // How many nodes the canvas has after the update.
+    pub nodes: usize,
+    pub content_hash: String,
 }
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -198,14 +206,14 @@ fn build(args: &CreateCanvasArgs) -> Result<Canvas, ToolError> {
 
 impl Tool for CreateCanvas {
     type Args = CreateCanvasArgs;
-    type Output = CanvasWriteOutput;
+    type Output = CanvasCreated;
     type Plan = Written;
     type Seen = ();
 
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "create_canvas",
-            description: "Create a JSON Canvas (.canvas) from nodes and edges. Replacing an existing canvas (overwrite) asks the human.",
+            description: "Create a JSON Canvas file (.canvas). Replacing an existing canvas asks the human.",
             annotations: Annotations::writes(true, true),
             scopes: &["write:canvas"],
             changes_notes: true,
@@ -258,7 +266,7 @@ impl Tool for CreateCanvas {
         args: &CreateCanvasArgs,
         precheck: &Precheck<Written>,
         state: &TargetState,
-    ) -> Result<CanvasWriteOutput, HandlerFailure> {
+    ) -> Result<CanvasCreated, HandlerFailure> {
         let path = canvas_path(&args.path, "/path")?;
         let current = read_as_observed(cx, state, &path)?;
         if current.is_some() && precheck.plan.replaces.is_none() {
@@ -267,10 +275,8 @@ impl Tool for CreateCanvas {
         let written =
             cx.vault()
                 .write_keeping(&path, &precheck.plan.bytes, &guard_for(current.as_ref()))?;
-        Ok(CanvasWriteOutput {
+        Ok(CanvasCreated {
             path: path.as_str().to_owned(),
-            nodes: args.nodes.len(),
-            edges: args.edges.len(),
             content_hash: written.outcome.hash,
             created: written.outcome.created,
         })
@@ -282,20 +288,22 @@ impl Tool for CreateCanvas {
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UpdateCanvasArgs {
-    /// A `.canvas` file that exists.
+    /// A `.canvas` file.
     pub path: String,
-    /// New nodes (ids not yet in the canvas).
     #[serde(default)]
+    #[schemars(with = "Vec<Value>", transform = crate::no_default)]
     pub add_nodes: Vec<Map<String, Value>>,
-    /// Fields to set on existing nodes, matched by id.
     #[serde(default)]
+    #[schemars(with = "Vec<Value>", transform = crate::no_default)]
     pub update_nodes: Vec<Map<String, Value>>,
-    /// Nodes to remove, with their edges; more than 10 asks the human.
     #[serde(default)]
+    #[schemars(transform = crate::no_default)]
     pub remove_node_ids: Vec<String>,
     #[serde(default)]
+    #[schemars(with = "Vec<Value>", transform = crate::no_default)]
     pub add_edges: Vec<Map<String, Value>>,
     #[serde(default)]
+    #[schemars(transform = crate::no_default)]
     pub remove_edge_ids: Vec<String>,
 }
 
@@ -387,14 +395,14 @@ fn apply_update(mut canvas: Canvas, args: &UpdateCanvasArgs) -> Result<Updated, 
 
 impl Tool for UpdateCanvas {
     type Args = UpdateCanvasArgs;
-    type Output = CanvasWriteOutput;
+    type Output = CanvasUpdated;
     type Plan = Updated;
     type Seen = ();
 
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "update_canvas",
-            description: "Add, update or remove a canvas's nodes and edges by id (removing a node removes its edges). Removing more than 10 nodes asks the human.",
+            description: "Edit a canvas by id: add or merge nodes, add edges, remove nodes (with their edges) or edges; removing over 10 nodes asks.",
             annotations: Annotations::writes(true, false),
             scopes: &["write:canvas"],
             changes_notes: true,
@@ -449,7 +457,7 @@ impl Tool for UpdateCanvas {
         args: &UpdateCanvasArgs,
         precheck: &Precheck<Updated>,
         state: &TargetState,
-    ) -> Result<CanvasWriteOutput, HandlerFailure> {
+    ) -> Result<CanvasUpdated, HandlerFailure> {
         let path = canvas_path(&args.path, "/path")?;
         let current = read_as_observed(cx, state, &path)?
             .ok_or_else(|| tc_tools::note_write::not_found(&path))?;
@@ -472,12 +480,10 @@ impl Tool for UpdateCanvas {
         } else {
             cx.vault().write(&path, &plan.bytes, &guard)?
         };
-        Ok(CanvasWriteOutput {
+        Ok(CanvasUpdated {
             path: path.as_str().to_owned(),
             nodes: plan.nodes,
-            edges: plan.edges,
             content_hash: written.hash,
-            created: false,
         })
     }
 }

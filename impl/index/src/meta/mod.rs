@@ -4,6 +4,7 @@
 //! `index.fresh`). The families judge the folder ACL on every path these return.
 
 pub mod attachments;
+pub mod files;
 pub mod links;
 pub mod properties;
 pub mod recent;
