@@ -586,3 +586,29 @@ fn list_leaves_out_what_the_caller_may_not_read_and_pages() {
     sorted.dedup();
     assert_eq!(sorted, seen, "in order, each once");
 }
+
+// r[verify periodic.find-or-create]
+// r[verify periodic.get]
+#[test]
+fn each_tool_needs_its_scopes_and_find_or_create_both() {
+    use tc_tools::CallerContext;
+    use tc_vault::acl::Scopes;
+    let fx = person_vault();
+    let args = json!({"period": "daily", "date": "2026-12-06"});
+    let reader = CallerContext::new("stdio", Scopes::granted(["read:periodic"]));
+    let writer = CallerContext::new("stdio", Scopes::granted(["write:periodic"]));
+    assert!(fx.call_as(&reader, "get_periodic_note", args.clone()).is_ok());
+    for who in [&reader, &writer] {
+        assert_eq!(
+            code(fx.call_as(who, "find_or_create_periodic_note", args.clone())),
+            ErrorCode::AclDenied
+        );
+    }
+    assert_eq!(
+        code(fx.call_as(&reader, "create_periodic_note", args.clone())),
+        ErrorCode::AclDenied
+    );
+    assert!(fx.get("Journal/2026/12/2026-12-06.md").is_none());
+    let both = CallerContext::new("stdio", Scopes::granted(["read:periodic", "write:periodic"]));
+    assert!(fx.call_as(&both, "find_or_create_periodic_note", args).is_ok());
+}

@@ -35,6 +35,7 @@ pub fn families(config: &Config, sessions: &Arc<tc_sessions::Sessions>) -> Vec<B
         Box::new(tc_git::GitFamily),
         Box::new(tc_sessions::SessionsFamily::new(Arc::clone(sessions))),
         Box::new(tc_metadata::MetadataFamily),
+        Box::new(tc_periodic::PeriodicFamily),
         Box::new(tc_periodic::TasksFamily),
         Box::new(tc_attachments::AttachmentsFamily::new(config.attachments)),
         Box::new(tc_bulk::BulkFamily),

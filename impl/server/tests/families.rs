@@ -60,6 +60,7 @@ async fn the_server_is_built_from_its_families_and_serves_what_tools_families_na
             "git",
             "sessions",
             "metadata",
+            "periodic",
             "tasks",
             "attachments",
             "bulk",

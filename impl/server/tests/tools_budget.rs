@@ -221,6 +221,13 @@ const TASKS: &[(&str, &str)] = &[
         "list the frontmatter properties my notes use",
         "list_properties",
     ),
+    ("read today's daily note", "get_periodic_note"),
+    ("get today's daily note, creating it if missing", "find_or_create_periodic_note"),
+    ("add a line to today's journal under Log", "append_to_periodic_note"),
+    ("start this week's weekly note from its template", "create_periodic_note"),
+    ("list my daily notes from last month", "list_periodic_notes"),
+    ("make a new note from a template", "create_from_template"),
+    ("which templates do I have", "list_templates"),
 ];
 
 // r[verify facade.find.name-coverage]

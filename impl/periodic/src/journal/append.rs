@@ -28,10 +28,10 @@ pub struct AppendToPeriodicNoteArgs {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 10))]
     pub date: Option<String>,
-    /// Whole lines to add.
-    #[schemars(length(min = 1, max = 1_000_000))]
+    // Whole lines (the description says it).
+    #[schemars(length(min = 1))]
     pub content: String,
-    /// Heading text or A::B; created at the end when missing.
+    /// Heading text or A::B.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 1024))]
     pub heading: Option<String>,
@@ -144,7 +144,7 @@ impl Tool for AppendToPeriodicNote {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "append_to_periodic_note",
-            description: "Append lines to the periodic note for a date, under a heading (made if missing); creates the note from its template. Never asks.",
+            description: "Append lines to a periodic note (default today), under a heading made if missing; creates the note from its template. Never asks.",
             annotations: Annotations::writes(false, false),
             scopes: &["write:periodic"],
             changes_notes: true,

@@ -162,7 +162,7 @@ impl Tool for CreatePeriodicNote {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "create_periodic_note",
-            description: "Create the periodic note for a date from its template; note_exists if it exists. Never asks.",
+            description: "Start the daily, weekly, monthly, quarterly or yearly journal entry for a date (default today) where the vault's Periodic Notes settings put it, from its template; refused if present. Never asks.",
             annotations: Annotations::writes(false, true),
             scopes: &["write:periodic"],
             changes_notes: true,
@@ -210,7 +210,7 @@ impl Tool for FindOrCreatePeriodicNote {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "find_or_create_periodic_note",
-            description: "Open the periodic note for a date, creating it from its template when missing (created says which). Never asks.",
+            description: "Get the daily, weekly, monthly, quarterly or yearly journal entry for a date (default today) where the vault's Periodic Notes settings put it, starting it from its template when missing (created says which). Never asks.",
             annotations: Annotations::writes(false, true),
             scopes: &["read:periodic", "write:periodic"],
             changes_notes: true,
