@@ -1,9 +1,12 @@
-//! Obsidian's own file formats as tools (spec/formats.md): JSON Canvas files and the
-//! Excalidraw plugin's drawings, read and written on the server host with no running Obsidian.
+//! Obsidian's own file formats as tools (spec/formats.md): JSON Canvas files, the Excalidraw
+//! plugin's drawings and Obsidian's bases, read and written on the server host with no
+//! running Obsidian.
 //!
 //! - `canvas`: `read_canvas`, `create_canvas`, `update_canvas`.
 //! - `excalidraw`: `read_excalidraw`, `create_excalidraw`.
+//! - `bases`: `read_base`, `create_base`, `update_base`.
 
+pub mod bases;
 pub mod canvas;
 pub mod excalidraw;
 
@@ -22,6 +25,9 @@ pub fn register(registry: &mut Registry) -> Result<(), RegistryBuildError> {
     registry.add(canvas::UpdateCanvas)?;
     registry.add(excalidraw::ReadExcalidraw)?;
     registry.add(excalidraw::CreateExcalidraw)?;
+    registry.add(bases::ReadBase)?;
+    registry.add(bases::CreateBase)?;
+    registry.add(bases::UpdateBase)?;
     Ok(())
 }
 

@@ -585,6 +585,20 @@ fn cases() -> Vec<DriftCase> {
                 );
             },
         },
+        // r[verify drift.bind.create-base]
+        DriftCase {
+            tool: "create_base",
+            setup: |v| put(v, "b.base", "views: []\n"),
+            args: || json!({"path": "b.base", "overwrite": true, "definition": {}}),
+            change: |v| put(v, "b.base", "views: [{type: cards}]\n"),
+        },
+        // r[verify drift.bind.update-base]
+        DriftCase {
+            tool: "update_base",
+            setup: |v| put(v, "u.base", "filters: a\nviews: []\n"),
+            args: || json!({"path": "u.base", "patch": {"filters": "b"}}),
+            change: |v| put(v, "u.base", "filters: a\nviews: [{type: cards}]\n"),
+        },
         // Each gated tool of a family adds its case here: one entry drives it through every
         // route, directly and through call_capability.
     ]

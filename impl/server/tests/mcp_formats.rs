@@ -1,4 +1,4 @@
-//! The format tools through the real MCP server (spec/formats.md): a canvas or drawing too
+//! The format tools through the real MCP server (spec/formats.md): a canvas, drawing or base too
 //! large for `governor.maxResponseBytes` is refused with `overflow`, nothing of it sent, on
 //! the direct route and through `call_capability`; each tool lists in at most about 1,000
 //! bytes. The gated tools' drift on every route is driven by their `DriftCase` entries in
@@ -18,6 +18,9 @@ const TOOLS: &[&str] = &[
     "update_canvas",
     "read_excalidraw",
     "create_excalidraw",
+    "read_base",
+    "create_base",
+    "update_base",
 ];
 
 // r[verify tools.list.budget]
@@ -69,6 +72,11 @@ async fn a_canvas_or_drawing_over_the_cap_is_refused_as_overflow_on_every_route(
     h.write("huge.canvas", &canvas(2_000));
     h.write("small.excalidraw.md", &drawing(10));
     h.write("huge.excalidraw.md", &drawing(3_000));
+    h.write("small.base", "views: []\n");
+    let formulas: Vec<String> = (0..3_000)
+        .map(|i| format!("  f{i}: price * {i}\n"))
+        .collect();
+    h.write("huge.base", &format!("formulas:\n{}", formulas.concat()));
     let client = connect(h.core.clone(), modern(Reply::Approve)).await;
     for (tool, small, huge) in [
         ("read_canvas", "small.canvas", "huge.canvas"),
