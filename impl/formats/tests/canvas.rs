@@ -192,3 +192,69 @@ fn replacing_a_canvas_is_bound_to_its_bytes() {
     }
     .drift_refused();
 }
+
+mod round_trip {
+    use proptest::prelude::*;
+    use serde_json::{Map, Value};
+    use tc_formats::canvas::doc::{self, Canvas, EDGE_KEYS, Item, NODE_KEYS};
+
+    fn value() -> impl Strategy<Value = Value> {
+        let scalar = prop_oneof![
+            any::<i32>().prop_map(Value::from),
+            any::<bool>().prop_map(Value::from),
+            "\\PC{0,10}".prop_map(Value::from),
+            Just(Value::Null),
+        ];
+        scalar.prop_recursive(2, 10, 3, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..3).prop_map(Value::from),
+                prop::collection::btree_map("[a-zA-Z]{1,6}", inner, 0..3)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    fn fields(keys: usize) -> impl Strategy<Value = Map<String, Value>> {
+        prop::collection::btree_map("[a-zA-Z]{1,8}", value(), 0..keys)
+            .prop_map(|m| m.into_iter().collect())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        // r[verify formats.canvas.round-trip]
+        /// write → read → write loses no field of any node, edge or top-level key (unknown ones
+        /// included) and gives the same bytes.
+        #[test]
+        fn a_canvas_round_trips_every_field(
+            nodes in prop::collection::vec(fields(5), 1..6),
+            edges in prop::collection::vec(fields(3), 0..4),
+            rest in prop::collection::btree_map("x[a-z]{1,5}", value(), 0..3),
+        ) {
+            let mut canvas = Canvas::default();
+            for (i, mut node) in nodes.into_iter().enumerate() {
+                node.insert("id".into(), Value::from(format!("n{i}")));
+                canvas.nodes.push(Item::new(node, NODE_KEYS));
+            }
+            for (i, mut edge) in edges.into_iter().enumerate() {
+                edge.insert("id".into(), Value::from(format!("e{i}")));
+                edge.insert("fromNode".into(), Value::from("n0"));
+                edge.insert("toNode".into(), Value::from("n0"));
+                canvas.edges.push(Item::new(edge, EDGE_KEYS));
+            }
+            canvas.rest = rest.iter().map(|(k, v)| (k.clone(), v.to_string())).collect();
+            let text = doc::write(&canvas);
+            let back = doc::parse(&text).unwrap();
+            let of = |items: &[Item]| items.iter().map(|i| i.fields.clone()).collect::<Vec<_>>();
+            prop_assert_eq!(of(&back.nodes), of(&canvas.nodes));
+            prop_assert_eq!(of(&back.edges), of(&canvas.edges));
+            let kept: Vec<(String, Value)> = back
+                .rest
+                .iter()
+                .map(|(k, raw)| (k.clone(), serde_json::from_str(raw).unwrap()))
+                .collect();
+            prop_assert_eq!(kept, rest.into_iter().collect::<Vec<_>>());
+            prop_assert_eq!(doc::write(&back), text);
+        }
+    }
+}
