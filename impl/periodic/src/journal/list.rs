@@ -132,8 +132,7 @@ impl Tool for ListPeriodicNotes {
                 let start = note_period(&settings, &path, today)?;
                 let end = period_end(settings.period, start);
                 let meets = from.is_none_or(|f| end >= f) && to.is_none_or(|t| start <= t);
-                let readable = VaultPath::parse(&path).is_ok_and(|p| cx.may_read(&p));
-                (meets && readable).then_some((start, path))
+                meets.then_some((start, path))
             })
             .collect();
         found.sort();
@@ -150,6 +149,11 @@ impl Tool for ListPeriodicNotes {
                 .as_deref()
                 .is_some_and(|after| position(&entry).as_str() <= after)
             {
+                continue;
+            }
+            // Judged here, only for what could go on this page: the folder ACL looks at the
+            // disk for links on the path, the costly step of a listing.
+            if !VaultPath::parse(&entry.path).is_ok_and(|p| cx.may_read(&p)) {
                 continue;
             }
             let cost = serde_json::to_vec(&entry)
