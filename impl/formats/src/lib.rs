@@ -1,14 +1,20 @@
 //! Obsidian's own file formats as tools (spec/formats.md): JSON Canvas files, the Excalidraw
-//! plugin's drawings and Obsidian's bases, read and written on the server host with no
-//! running Obsidian.
+//! plugin's drawings, Obsidian's bases, bookmarks and saved workspaces, read and written on
+//! the server host with no running Obsidian.
 //!
 //! - `canvas`: `read_canvas`, `create_canvas`, `update_canvas`.
 //! - `excalidraw`: `read_excalidraw`, `create_excalidraw`.
 //! - `bases`: `read_base`, `create_base`, `update_base`.
+//! - `bookmarks`: `list_bookmarks`, `add_bookmark`, `remove_bookmark`.
+//! - `workspaces`: `list_workspaces`, `save_workspace`.
+//! - `settings`: the `.obsidian/` files the last two edit, which no vault path reaches.
 
 pub mod bases;
+pub mod bookmarks;
 pub mod canvas;
 pub mod excalidraw;
+pub mod settings;
+pub mod workspaces;
 
 use tc_tools::{Registry, RegistryBuildError};
 
@@ -28,6 +34,11 @@ pub fn register(registry: &mut Registry) -> Result<(), RegistryBuildError> {
     registry.add(bases::ReadBase)?;
     registry.add(bases::CreateBase)?;
     registry.add(bases::UpdateBase)?;
+    registry.add(bookmarks::ListBookmarks)?;
+    registry.add(bookmarks::AddBookmark)?;
+    registry.add(bookmarks::RemoveBookmark)?;
+    registry.add(workspaces::ListWorkspaces)?;
+    registry.add(workspaces::SaveWorkspace)?;
     Ok(())
 }
 

@@ -599,6 +599,44 @@ fn cases() -> Vec<DriftCase> {
             args: || json!({"path": "u.base", "patch": {"filters": "b"}}),
             change: |v| put(v, "u.base", "filters: a\nviews: [{type: cards}]\n"),
         },
+        // r[verify drift.bind.remove-bookmark]
+        DriftCase {
+            tool: "remove_bookmark",
+            setup: |v| {
+                put(
+                    v,
+                    ".obsidian/bookmarks.json",
+                    "{\"items\":[{\"type\":\"url\",\"url\":\"https://a.org\"}]}",
+                );
+            },
+            args: || json!({"url": "https://a.org"}),
+            change: |v| {
+                put(
+                    v,
+                    ".obsidian/bookmarks.json",
+                    "{\"items\":[{\"type\":\"url\",\"url\":\"https://a.org\",\"title\":\"A\"}]}",
+                );
+            },
+        },
+        // r[verify drift.bind.save-workspace]
+        DriftCase {
+            tool: "save_workspace",
+            setup: |v| {
+                put(
+                    v,
+                    ".obsidian/workspaces.json",
+                    "{\"workspaces\":{\"W\":{}}}",
+                )
+            },
+            args: || json!({"name": "W", "layout": {"main": {}}, "overwrite": true}),
+            change: |v| {
+                put(
+                    v,
+                    ".obsidian/workspaces.json",
+                    "{\"workspaces\":{\"W\":{\"main\":{\"id\":\"x\"}}}}",
+                );
+            },
+        },
         // Each gated tool of a family adds its case here: one entry drives it through every
         // route, directly and through call_capability.
     ]

@@ -21,6 +21,11 @@ const TOOLS: &[&str] = &[
     "read_base",
     "create_base",
     "update_base",
+    "list_bookmarks",
+    "add_bookmark",
+    "remove_bookmark",
+    "list_workspaces",
+    "save_workspace",
 ];
 
 // r[verify tools.list.budget]

@@ -239,6 +239,26 @@ impl Conventions {
         Ok(())
     }
 
+    /// Judges a write to a file of the vault's settings folder (`.obsidian/…`, given as
+    /// `rel`), which is no vault path: only `forbidWrites` holds there, since every other
+    /// rule is about notes.
+    pub fn judge_settings_file(&self, rel: &str) -> Result<(), ConventionBlocked> {
+        match self
+            .rules
+            .iter()
+            .enumerate()
+            .find(|(_, rule)| rule.forbid_writes && rule.glob.is_match(rel))
+        {
+            Some((rule_index, rule)) => Err(ConventionBlocked {
+                rule_index,
+                glob: rule.glob_text.clone(),
+                rule: "forbidWrites: changing the vault's settings is forbidden here".into(),
+                path: rel.to_owned(),
+            }),
+            None => Ok(()),
+        }
+    }
+
     // r[impl vault.path.links-judged-at-target]
     /// [`Conventions::judge`] at the caller's spelling and at every place in the vault a
     /// link on the path really leads to ([`VaultRoot::link_targets`]). A path whose links
