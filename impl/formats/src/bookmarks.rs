@@ -141,7 +141,7 @@ impl Tool for ListBookmarks {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "list_bookmarks",
-            description: "List the vault's bookmarks (files, folders, URLs, searches) with their groups.",
+            description: "List the bookmarks (notes, folders, URLs, searches) with their groups.",
             annotations: Annotations::READS,
             scopes: &["read:bookmarks"],
             changes_notes: false,
@@ -257,7 +257,7 @@ impl Tool for AddBookmark {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "add_bookmark",
-            description: "Bookmark a vault file or folder (`path`) or a `url`, optionally in a group. Never asks.",
+            description: "Bookmark a note or folder (`path`) or a `url`, optionally in a group. Never asks.",
             annotations: Annotations::writes(false, true),
             scopes: &["write:bookmarks"],
             changes_notes: true,

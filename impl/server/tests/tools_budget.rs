@@ -228,6 +228,14 @@ const TASKS: &[(&str, &str)] = &[
     ("list my daily notes from last month", "list_periodic_notes"),
     ("make a new note from a template", "create_from_template"),
     ("which templates do I have", "list_templates"),
+    ("show the cards on my canvas", "read_canvas"),
+    ("add a card to a canvas and connect it", "update_canvas"),
+    ("draw a diagram in excalidraw", "create_excalidraw"),
+    ("read the shapes of an excalidraw drawing", "read_excalidraw"),
+    ("change the views of a base", "update_base"),
+    ("bookmark this note", "add_bookmark"),
+    ("show my bookmarks", "list_bookmarks"),
+    ("save the current layout as a workspace", "save_workspace"),
 ];
 
 // r[verify facade.find.name-coverage]

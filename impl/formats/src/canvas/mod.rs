@@ -213,7 +213,7 @@ impl Tool for CreateCanvas {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "create_canvas",
-            description: "Create a JSON Canvas file (.canvas). Replacing an existing canvas asks the human.",
+            description: "Create a JSON Canvas (.canvas) of nodes and edges. Replacing a canvas asks the human.",
             annotations: Annotations::writes(true, true),
             scopes: &["write:canvas"],
             changes_notes: true,
