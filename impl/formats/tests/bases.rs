@@ -8,7 +8,7 @@ use tc_formats::bases::{UpdateBase, UpdateBaseArgs, doc};
 use tc_gate::clock::SeededEntropy;
 use tc_gate::cursor::CursorCodec;
 use tc_gate::keys::ServerSecret;
-use tc_tools::testing::{TempVault, Tools, forbid_all, with_token};
+use tc_tools::testing::{TempVault, Tools, deny_write_all, forbid_all, with_token};
 use tc_tools::{CallControl, ErrorCode, PageLimits, PagingSetup, TargetState, Tool, ToolCx};
 
 struct FormatTools;
@@ -266,6 +266,7 @@ fn replacing_a_base_or_its_filters_is_bound_to_its_bytes() {
         scenario.drift_refused();
         scenario.approve_then_replay();
         scenario.preflight_keeps_token(forbid_all());
+        scenario.acl_releases(deny_write_all());
     }
 }
 

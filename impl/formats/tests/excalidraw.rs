@@ -249,6 +249,7 @@ fn replacing_a_drawing_is_bound_to_its_bytes() {
     replacing().drift_refused();
     replacing().approve_then_replay();
     replacing().preflight_keeps_token(forbid_all());
+    replacing().acl_releases(deny_write_all());
 }
 
 fn element() -> impl Strategy<Value = Map<String, Value>> {
