@@ -597,7 +597,10 @@ fn each_tool_needs_its_scopes_and_find_or_create_both() {
     let args = json!({"period": "daily", "date": "2026-12-06"});
     let reader = CallerContext::new("stdio", Scopes::granted(["read:periodic"]));
     let writer = CallerContext::new("stdio", Scopes::granted(["write:periodic"]));
-    assert!(fx.call_as(&reader, "get_periodic_note", args.clone()).is_ok());
+    assert!(
+        fx.call_as(&reader, "get_periodic_note", args.clone())
+            .is_ok()
+    );
     for who in [&reader, &writer] {
         assert_eq!(
             code(fx.call_as(who, "find_or_create_periodic_note", args.clone())),
@@ -609,6 +612,12 @@ fn each_tool_needs_its_scopes_and_find_or_create_both() {
         ErrorCode::AclDenied
     );
     assert!(fx.get("Journal/2026/12/2026-12-06.md").is_none());
-    let both = CallerContext::new("stdio", Scopes::granted(["read:periodic", "write:periodic"]));
-    assert!(fx.call_as(&both, "find_or_create_periodic_note", args).is_ok());
+    let both = CallerContext::new(
+        "stdio",
+        Scopes::granted(["read:periodic", "write:periodic"]),
+    );
+    assert!(
+        fx.call_as(&both, "find_or_create_periodic_note", args)
+            .is_ok()
+    );
 }
