@@ -35,6 +35,10 @@ pub struct ListAttachmentsArgs {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 4096))]
     pub cursor: Option<String>,
+    /// Page size cap.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1024))]
+    pub max_bytes: Option<u64>,
 }
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
@@ -134,7 +138,13 @@ impl Tool for ListAttachments {
             None => (None, 0),
         };
         let index = meta::fresh(cx)?;
-        let budget = cx.paging.limits.page_budget().saturating_sub(PAGE_RESERVE);
+        // r[impl paging.max-bytes]
+        let budget = cx
+            .paging
+            .limits
+            .lowered_to(args.max_bytes)
+            .page_budget()
+            .saturating_sub(PAGE_RESERVE);
         let mut attachments = Vec::new();
         let mut last: Option<String> = None;
         let mut used = 0usize;

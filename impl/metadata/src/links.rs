@@ -10,21 +10,17 @@
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use tc_gate::cursor::{CursorClaims, CursorError, request_digest};
+use tc_gate::cursor::CursorError;
 use tc_index::meta::links::{LinkRow, all_links, backlinks, outgoing};
-use tc_tools::paging::wire_cost;
 use tc_tools::{
-    Annotations, ErrorCode, Gating, HandlerFailure, Precheck, TargetState, Tool, ToolCx, ToolError,
-    ToolSpec,
+    Annotations, ErrorCode, Gating, HandlerFailure, KeysetPaging, Precheck, TargetState, Tool,
+    ToolCx, ToolError, ToolSpec,
 };
 use tc_vault::acl::AclOp;
 use tc_vault::path::{FolderPath, VaultPath};
 
 /// The most entries one page holds (the byte budget may cut it shorter).
 const PAGE_ITEMS: usize = 200;
-
-/// What a page's envelope (the path or folder echoed, next_cursor, braces) may cost at most.
-const ENVELOPE_BYTES: usize = 1_024;
 
 fn cursor_error(error: CursorError) -> ToolError {
     ToolError::new(ErrorCode::InvalidInput, error.to_string())
@@ -33,72 +29,34 @@ fn cursor_error(error: CursorError) -> ToolError {
 
 // r[impl metadata.links.paging]
 /// One page of `items` for a call of `tool` with `args` (whose `cursor` says where it
-/// resumes): the entries that fit, and the cursor of the next page when some are left.
+/// resumes, by the position of the next entry): the entries that fit, and the cursor of the
+/// next page when some are left.
 fn page<T: Serialize>(
     cx: &ToolCx<'_>,
     tool: &'static str,
     args: &impl Serialize,
-    cursor: Option<&str>,
+    (cursor, max_bytes): (Option<&str>, Option<u64>),
     items: Vec<T>,
 ) -> Result<(Vec<T>, Option<String>), ToolError> {
-    let mut canonical =
-        serde_json::to_value(args).map_err(|_| ToolError::internal("encoding the request"))?;
-    if let Some(request) = canonical.as_object_mut() {
-        request.remove("cursor");
-    }
-    let digest = request_digest(&canonical);
-    let now = cx.clock.now_ms();
-    let (skip, page) = match cursor {
-        Some(token) => {
-            let resume = cx
-                .paging
-                .codec
-                .open(token, &cx.caller.id, tool, &digest, now)
-                .map_err(cursor_error)?;
-            let skip = resume
-                .position
-                .parse::<usize>()
-                .map_err(|_| cursor_error(CursorError::Invalid))?;
-            (skip, resume.page.saturating_add(1))
-        }
-        None => (0, 0),
+    let paging = KeysetPaging::open(cx, tool, args, cursor, max_bytes)?;
+    let skip = match &paging.after {
+        Some(position) => position
+            .parse::<usize>()
+            .map_err(|_| cursor_error(CursorError::Invalid))?,
+        None => 0,
     };
-    let budget = cx
-        .paging
-        .limits
-        .page_budget()
-        .saturating_sub(ENVELOPE_BYTES);
     let total = items.len();
-    let mut out = Vec::new();
-    let mut spent = 0usize;
-    for item in items.into_iter().skip(skip).take(PAGE_ITEMS) {
-        let cost = serde_json::to_vec(&item)
-            .map(|bytes| wire_cost(&bytes) + 1)
-            .map_err(|_| ToolError::internal("encoding an entry"))?;
-        if spent + cost > budget && !out.is_empty() {
-            break;
-        }
-        spent += cost;
-        out.push(item);
-    }
+    let (out, _) = paging.fill(
+        items
+            .into_iter()
+            .skip(skip)
+            .take(PAGE_ITEMS)
+            .enumerate()
+            .map(|(i, item)| ((skip + i + 1).to_string(), item)),
+    )?;
     let next = skip + out.len();
     let next_cursor = if next < total {
-        let position = next.to_string();
-        Some(
-            cx.paging
-                .codec
-                .seal(
-                    &CursorClaims {
-                        caller: &cx.caller.id,
-                        tool,
-                        request_digest: &digest,
-                        position: &position,
-                        page,
-                    },
-                    now,
-                )
-                .map_err(|_| ToolError::internal("sealing the cursor"))?,
-        )
+        Some(paging.next(cx, &next.to_string())?)
     } else {
         None
     };
@@ -125,6 +83,10 @@ pub struct LinksOfArgs {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 8192))]
     pub cursor: Option<String>,
+    /// Page size cap.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1024))]
+    pub max_bytes: Option<u64>,
 }
 
 /// One link to the note.
@@ -202,8 +164,13 @@ impl Tool for GetBacklinks {
                 embed: row.embed,
             })
             .collect();
-        let (backlinks, next_cursor) =
-            page(cx, GET_BACKLINKS, args, args.cursor.as_deref(), items)?;
+        let (backlinks, next_cursor) = page(
+            cx,
+            GET_BACKLINKS,
+            args,
+            (args.cursor.as_deref(), args.max_bytes),
+            items,
+        )?;
         Ok(BacklinksOutput {
             path: path.as_str().to_owned(),
             backlinks,
@@ -285,8 +252,13 @@ impl Tool for GetOutgoingLinks {
                 embed: row.embed,
             })
             .collect();
-        let (links, next_cursor) =
-            page(cx, GET_OUTGOING_LINKS, args, args.cursor.as_deref(), items)?;
+        let (links, next_cursor) = page(
+            cx,
+            GET_OUTGOING_LINKS,
+            args,
+            (args.cursor.as_deref(), args.max_bytes),
+            items,
+        )?;
         Ok(OutgoingOutput {
             path: path.as_str().to_owned(),
             links,
@@ -309,6 +281,10 @@ pub struct FolderArgs {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 8192))]
     pub cursor: Option<String>,
+    /// Page size cap.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1024))]
+    pub max_bytes: Option<u64>,
 }
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
@@ -380,7 +356,13 @@ impl Tool for FindOrphans {
             .filter(|note| cx.may_read(note))
             .map(|note| note.as_str().to_owned())
             .collect();
-        let (notes, next_cursor) = page(cx, FIND_ORPHANS, args, args.cursor.as_deref(), items)?;
+        let (notes, next_cursor) = page(
+            cx,
+            FIND_ORPHANS,
+            args,
+            (args.cursor.as_deref(), args.max_bytes),
+            items,
+        )?;
         Ok(OrphansOutput { notes, next_cursor })
     }
 }
@@ -467,7 +449,7 @@ impl Tool for FindUnresolvedLinks {
             cx,
             FIND_UNRESOLVED_LINKS,
             args,
-            args.cursor.as_deref(),
+            (args.cursor.as_deref(), args.max_bytes),
             items,
         )?;
         Ok(UnresolvedOutput { links, next_cursor })

@@ -18,7 +18,7 @@ use tc_tools::{
 };
 use tc_vault::path::VaultPath;
 
-use crate::tags::{Paging, fill_page, folder_of};
+use crate::tags::{Paging, folder_of};
 
 const LIST_PROPERTIES: &str = "list_properties";
 const FIND_NOTES_BY_PROPERTY: &str = "find_notes_by_property";
@@ -83,6 +83,10 @@ pub struct ListPropertiesArgs {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 4096))]
     pub cursor: Option<String>,
+    /// Page size cap.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1024))]
+    pub max_bytes: Option<u64>,
 }
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
@@ -133,7 +137,13 @@ impl Tool for ListProperties {
         _state: &TargetState,
     ) -> Result<ListPropertiesOutput, HandlerFailure> {
         let folder = folder_of(args.folder.as_deref())?;
-        let paging = Paging::open(cx, LIST_PROPERTIES, args, args.cursor.as_deref())?;
+        let paging = Paging::open(
+            cx,
+            LIST_PROPERTIES,
+            args,
+            args.cursor.as_deref(),
+            args.max_bytes,
+        )?;
         let index = meta::fresh(cx)?;
         let rows = q::top_keys(index, &folder, paging.after.as_deref())?;
         let mut readable = Readable::new(cx);
@@ -162,7 +172,7 @@ impl Tool for ListProperties {
             last.types = types.into_iter().collect();
         }
         let entries = counts.into_iter().map(|c| (c.key.clone(), c));
-        let (properties, last) = fill_page(cx, entries)?;
+        let (properties, last) = paging.fill(entries)?;
         let next_cursor = last.map(|last| paging.next(cx, &last)).transpose()?;
         Ok(ListPropertiesOutput {
             vault: cx.vault().id().to_owned(),
@@ -260,6 +270,10 @@ pub struct FindNotesByPropertyArgs {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 4096))]
     pub cursor: Option<String>,
+    /// Page size cap.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1024))]
+    pub max_bytes: Option<u64>,
 }
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
@@ -313,10 +327,16 @@ impl Tool for FindNotesByProperty {
     ) -> Result<FindNotesByPropertyOutput, HandlerFailure> {
         let norm = value_norm(args.value.as_ref(), "/value")?;
         let folder = folder_of(args.folder.as_deref())?;
-        let paging = Paging::open(cx, FIND_NOTES_BY_PROPERTY, args, args.cursor.as_deref())?;
+        let paging = Paging::open(
+            cx,
+            FIND_NOTES_BY_PROPERTY,
+            args,
+            args.cursor.as_deref(),
+            args.max_bytes,
+        )?;
         let index = meta::fresh(cx)?;
         let key = args.key.trim();
-        let budget = Paging::budget(cx);
+        let budget = paging.budget();
         let mut readable = Readable::new(cx);
         let mut notes: Vec<PropertyNote> = Vec::new();
         let mut spent = 0usize;

@@ -33,6 +33,10 @@ pub struct RecentChangesArgs {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 4096))]
     pub cursor: Option<String>,
+    /// Page size cap.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1024))]
+    pub max_bytes: Option<u64>,
 }
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
@@ -94,7 +98,13 @@ impl Tool for RecentChanges {
     ) -> Result<RecentChangesOutput, HandlerFailure> {
         let since = time_arg(args.since.as_deref(), "/since")?.unwrap_or(i64::MIN);
         let folder = folder_of(args.folder.as_deref())?;
-        let paging = Paging::open(cx, RECENT_CHANGES, args, args.cursor.as_deref())?;
+        let paging = Paging::open(
+            cx,
+            RECENT_CHANGES,
+            args,
+            args.cursor.as_deref(),
+            args.max_bytes,
+        )?;
         let mut after: Option<(i64, String)> = match paging.after.as_deref() {
             Some(token) => {
                 let (ns, path) = resume(token)
@@ -105,7 +115,7 @@ impl Tool for RecentChanges {
         };
         let index = meta::fresh(cx)?;
         let limit = args.limit.clamp(1, 100) as usize;
-        let budget = Paging::budget(cx);
+        let budget = paging.budget();
         let mut readable = Readable::new(cx);
         let mut notes: Vec<RecentNote> = Vec::new();
         let mut last: Option<(i64, String)> = None;

@@ -392,3 +392,142 @@ async fn long_paths_walk_in_pages_that_fit_by_default() {
         assert_eq!(unique, written, "{tool}");
     }
 }
+
+/// The one array of a page (its entries), each entry as its JSON text.
+fn entries_of(page: &Value) -> Vec<String> {
+    let arrays: Vec<&Vec<Value>> = page
+        .as_object()
+        .unwrap()
+        .values()
+        .filter_map(Value::as_array)
+        .collect();
+    assert_eq!(arrays.len(), 1, "one list of entries: {page}");
+    arrays[0].iter().map(Value::to_string).collect()
+}
+
+/// A walk of `tool` with `arguments`, `max_bytes` from `budget(page number)` when given; the
+/// pages' sizes as sent with their entry counts, and every entry.
+async fn walk_entries(
+    client: &Client,
+    tool: &str,
+    arguments: &Value,
+    budget: Option<(u64, u64)>,
+) -> (Vec<(usize, usize)>, Vec<String>) {
+    let mut pages = Vec::new();
+    let mut seen = Vec::new();
+    let mut cursor: Option<String> = None;
+    for n in 0..2_000 {
+        let mut args = arguments.clone();
+        if let Some((low, high)) = budget {
+            args["max_bytes"] = json!(if n % 2 == 0 { low } else { high });
+        }
+        if let Some(cursor) = &cursor {
+            args["cursor"] = json!(cursor);
+        }
+        let result = call(client, tool, args).await;
+        let sent = serde_json::to_string(&result).unwrap().len();
+        let page = success(&result);
+        let entries = entries_of(&page);
+        if let Some((low, high)) = budget {
+            let max = if n % 2 == 0 { low } else { high };
+            assert!(
+                sent as u64 <= max || entries.len() == 1,
+                "{tool}: a page of {sent} bytes over max_bytes {max}"
+            );
+        }
+        pages.push((sent, entries.len()));
+        seen.extend(entries);
+        match page["next_cursor"].as_str() {
+            Some(next) => cursor = Some(next.to_owned()),
+            None => return (pages, seen),
+        }
+    }
+    panic!("{tool}: the walk did not end");
+}
+
+// r[verify paging.max-bytes]
+/// The listings answered from the index (tags, properties, links, recent changes, periodic
+/// notes, tasks, attachments) take `max_bytes` as every paged tool does: a walk with a budget
+/// changed between pages sees exactly what a walk without one sees, in more pages, and a
+/// budget under 1,024 is refused.
+#[tokio::test]
+async fn the_index_listings_honour_max_bytes() {
+    let h = Harness::new();
+    h.write(
+        ".obsidian/daily-notes.json",
+        r#"{"folder": "Journal", "format": "YYYY-MM-DD"}"#,
+    );
+    for n in 0..30 {
+        let tags: Vec<String> = (0..4).map(|t| format!("topic{}/sub{n}", t)).collect();
+        h.write(
+            &format!("notes/{n:03}.md"),
+            &format!(
+                "---\ntags: [{}]\nstatus: active\nowner{n}: someone\n---\n# Note {n}\n\nSee [[notes/{:03}]] and [[missing {n}]].\n\n- [ ] task {n} with enough words to weigh 📅 2026-12-{:02}\n",
+                tags.join(", "),
+                (n + 1) % 30,
+                n % 28 + 1
+            ),
+        );
+        h.write(&format!("Journal/2026-11-{:02}.md", n + 1), "# A day\n");
+        h.write(&format!("assets/image-{n:03}.png"), "not really a png");
+    }
+    h.write("lonely/orphan-a.md", "# Alone\n");
+    h.write("lonely/orphan-b.md", "# Alone too\n");
+    let client = connect(h.core.clone(), modern(Reply::Approve)).await;
+    for (tool, args) in [
+        ("list_tags", json!({})),
+        ("find_notes_by_tag", json!({"tag": "topic1"})),
+        ("list_properties", json!({})),
+        (
+            "find_notes_by_property",
+            json!({"key": "status", "value": "active"}),
+        ),
+        ("get_backlinks", json!({"path": "notes/001.md"})),
+        ("get_outgoing_links", json!({"path": "notes/001.md"})),
+        ("find_orphans", json!({})),
+        ("find_unresolved_links", json!({})),
+        ("recent_changes", json!({})),
+        ("list_periodic_notes", json!({"period": "daily"})),
+        ("list_tasks", json!({})),
+        ("list_attachments", json!({})),
+    ] {
+        let (plain, all) = walk_entries(&client, tool, &args, None).await;
+        assert!(!all.is_empty(), "{tool}: nothing listed");
+        let (lowered, seen) = walk_entries(&client, tool, &args, Some((1_024, 1_500))).await;
+        assert_eq!(seen, all, "{tool}: the same entries with max_bytes");
+        if all.len() > 4 {
+            assert!(
+                lowered.len() > plain.len(),
+                "{tool}: max_bytes is honoured ({plain:?} vs {lowered:?})"
+            );
+        }
+        let mut below = args.clone();
+        below["max_bytes"] = json!(1_000);
+        let refused = failure(&call(&client, tool, below).await);
+        assert_eq!(refused["code"], "validation_error", "{tool}: {refused}");
+    }
+}
+
+// r[verify paging.max-bytes]
+/// Every tool that pages with a cursor advertises `max_bytes` from 1,024.
+#[tokio::test]
+async fn every_tool_with_a_cursor_takes_max_bytes() {
+    let h = Harness::new();
+    let client = connect(h.core.clone(), modern(Reply::Approve)).await;
+    let tools = client.list_all_tools().await.unwrap();
+    let mut paged = 0;
+    for tool in &tools {
+        let schema = serde_json::to_value(&tool.input_schema).unwrap();
+        let properties = &schema["properties"];
+        if properties.get("cursor").is_none() {
+            continue;
+        }
+        paged += 1;
+        assert_eq!(
+            properties["max_bytes"]["minimum"], 1024,
+            "{}: no max_bytes from 1,024: {properties}",
+            tool.name
+        );
+    }
+    assert!(paged >= 19, "{paged} paged tools");
+}

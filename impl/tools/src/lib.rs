@@ -38,7 +38,7 @@ pub use error::{
     with_causes,
 };
 pub use family::Family;
-pub use paging::{PageLimits, PagingSetup, wire_cost};
+pub use paging::{KeysetPaging, PageLimits, PagingSetup, wire_cost};
 pub use pipeline::{Approval, Pipeline, Prepared};
 pub use registry::{Registry, RegistryBuildError, SubsystemSetup, ToolDef};
 pub use summary::{Summary, escape_for_terminal, redact_secrets};

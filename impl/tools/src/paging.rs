@@ -6,7 +6,11 @@
 //! ([`tc_gate::governor::RESPONSE_FRAME_BYTES`]). [`wire_cost`] is what one piece of a
 //! page's JSON costs of that budget.
 
-use tc_gate::cursor::CursorCodec;
+use serde::Serialize;
+use serde_json::Value;
+use tc_gate::cursor::{CursorClaims, CursorCodec, CursorError, RequestDigest, request_digest};
+
+use crate::{ErrorCode, ToolCx, ToolError};
 pub use tc_gate::governor::{RESPONSE_FRAME_BYTES, wire_cost};
 
 /// The size limits of one page.
@@ -75,4 +79,118 @@ impl PageLimits {
 pub struct PagingSetup {
     pub codec: CursorCodec,
     pub limits: PageLimits,
+}
+
+/// A paged call that resumes after a key (spec/paging.md `paging.cursor.bound`,
+/// `paging.max-bytes`): the request its cursor is bound to (the arguments without `cursor`
+/// and `max_bytes`, so a walk may change its page size), the key the page starts after, and
+/// the page's budget. The index-backed listing tools (tags, properties, links, recent
+/// changes, tasks, periodic notes, attachments) page through this one type.
+#[derive(Debug)]
+pub struct KeysetPaging {
+    tool: &'static str,
+    digest: RequestDigest,
+    now: i64,
+    /// The last key of the previous page (the page starts after it).
+    pub after: Option<String>,
+    page: u64,
+    limits: PageLimits,
+}
+
+/// What a keyset page's envelope (vault, next_cursor, counts, braces) may cost at most.
+pub const KEYSET_ENVELOPE_BYTES: usize = 1_024;
+
+impl KeysetPaging {
+    /// Opens `cursor` (if any) for `tool` and `args` (the validated arguments), with the page
+    /// budget lowered to `max_bytes` when given.
+    pub fn open<A: Serialize>(
+        cx: &ToolCx<'_>,
+        tool: &'static str,
+        args: &A,
+        cursor: Option<&str>,
+        max_bytes: Option<u64>,
+    ) -> Result<KeysetPaging, ToolError> {
+        let mut canonical: Value =
+            serde_json::to_value(args).map_err(|_| ToolError::internal("encoding the request"))?;
+        if let Some(request) = canonical.as_object_mut() {
+            request.remove("max_bytes");
+        }
+        let digest = request_digest(&canonical);
+        let now = cx.clock.now_ms();
+        let (after, page) = match cursor {
+            Some(token) => {
+                let resume = cx
+                    .paging
+                    .codec
+                    .open(token, &cx.caller.id, tool, &digest, now)
+                    .map_err(cursor_error)?;
+                (Some(resume.position), resume.page.saturating_add(1))
+            }
+            None => (None, 0),
+        };
+        Ok(KeysetPaging {
+            tool,
+            digest,
+            now,
+            after,
+            page,
+            limits: cx.paging.limits.lowered_to(max_bytes),
+        })
+    }
+
+    /// The page budget for the entries, the envelope taken off.
+    pub fn budget(&self) -> usize {
+        self.limits
+            .page_budget()
+            .saturating_sub(KEYSET_ENVELOPE_BYTES)
+    }
+
+    /// The cursor resuming after `last`.
+    pub fn next(&self, cx: &ToolCx<'_>, last: &str) -> Result<String, ToolError> {
+        cx.paging
+            .codec
+            .seal(
+                &CursorClaims {
+                    caller: &cx.caller.id,
+                    tool: self.tool,
+                    request_digest: &self.digest,
+                    position: last,
+                    page: self.page,
+                },
+                self.now,
+            )
+            .map_err(|_| ToolError::internal("sealing the cursor"))
+    }
+
+    // r[impl paging.alone-under-cap]
+    /// Fills a page from `entries` (in key order, after [`KeysetPaging::after`]) under the
+    /// budget: the entries taken and the key to resume after, when some are left. The first
+    /// entry is always taken, so a walk makes progress; the governor judges it against the
+    /// cap.
+    pub fn fill<T: Serialize>(
+        &self,
+        entries: impl Iterator<Item = (String, T)>,
+    ) -> Result<(Vec<T>, Option<String>), ToolError> {
+        let budget = self.budget();
+        let mut page = Vec::new();
+        let mut spent = 0usize;
+        let mut last: Option<String> = None;
+        for (key, entry) in entries {
+            let cost = serde_json::to_vec(&entry)
+                .map(|bytes| wire_cost(&bytes) + 1)
+                .map_err(|_| ToolError::internal("encoding a page entry"))?;
+            if spent + cost > budget && !page.is_empty() {
+                return Ok((page, last));
+            }
+            spent += cost;
+            page.push(entry);
+            last = Some(key);
+        }
+        Ok((page, None))
+    }
+}
+
+fn cursor_error(error: CursorError) -> ToolError {
+    ToolError::new(ErrorCode::InvalidInput, error.to_string())
+        .detail("reason", serde_json::json!(error.reason()))
 }

@@ -16,9 +16,7 @@ pub use rename::{RenameTag, rename_text};
 pub use write::{AddTag, RemoveTag};
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
-use tc_gate::cursor::{CursorClaims, CursorError, RequestDigest, request_digest};
-use tc_tools::{ErrorCode, ToolCx, ToolError};
+use tc_tools::{ToolCx, ToolError};
 use tc_vault::path::{FolderPath, VaultPath};
 
 // r[impl metadata.tags.argument]
@@ -107,105 +105,10 @@ impl<'c, 'a> Readable<'c, 'a> {
     }
 }
 
+/// A paged call's cursor and budget, shared with every keyset-paged tool.
+pub(crate) use tc_tools::KeysetPaging as Paging;
 /// What a page's envelope (vault, next_cursor, braces) may cost at most.
-pub(crate) const ENVELOPE_BYTES: usize = 1_024;
-
-fn cursor_error(error: CursorError) -> ToolError {
-    ToolError::new(ErrorCode::InvalidInput, error.to_string())
-        .detail("reason", serde_json::json!(error.reason()))
-}
-
-/// A paged call's cursor: the request it is bound to and where the page starts.
-pub(crate) struct Paging {
-    tool: &'static str,
-    digest: RequestDigest,
-    now: i64,
-    /// The last key of the previous page (the page starts after it).
-    pub after: Option<String>,
-    page: u64,
-}
-
-impl Paging {
-    /// Opens `cursor` (if any) for `tool` and `args` (the validated arguments).
-    pub fn open<A: Serialize>(
-        cx: &ToolCx<'_>,
-        tool: &'static str,
-        args: &A,
-        cursor: Option<&str>,
-    ) -> Result<Paging, ToolError> {
-        let canonical: Value =
-            serde_json::to_value(args).map_err(|_| ToolError::internal("encoding the request"))?;
-        let digest = request_digest(&canonical);
-        let now = cx.clock.now_ms();
-        let (after, page) = match cursor {
-            Some(token) => {
-                let resume = cx
-                    .paging
-                    .codec
-                    .open(token, &cx.caller.id, tool, &digest, now)
-                    .map_err(cursor_error)?;
-                (Some(resume.position), resume.page.saturating_add(1))
-            }
-            None => (None, 0),
-        };
-        Ok(Paging {
-            tool,
-            digest,
-            now,
-            after,
-            page,
-        })
-    }
-
-    /// The page budget for the entries (the envelope taken off).
-    pub fn budget(cx: &ToolCx<'_>) -> usize {
-        cx.paging
-            .limits
-            .page_budget()
-            .saturating_sub(ENVELOPE_BYTES)
-    }
-
-    /// The cursor resuming after `last`.
-    pub fn next(&self, cx: &ToolCx<'_>, last: &str) -> Result<String, ToolError> {
-        cx.paging
-            .codec
-            .seal(
-                &CursorClaims {
-                    caller: &cx.caller.id,
-                    tool: self.tool,
-                    request_digest: &self.digest,
-                    position: last,
-                    page: self.page,
-                },
-                self.now,
-            )
-            .map_err(|_| ToolError::internal("sealing the cursor"))
-    }
-}
-
-/// Fills a page from `entries` (in key order) under the page budget: the entries taken and
-/// the key to resume after, when some are left.
-pub(crate) fn fill_page<T: Serialize>(
-    cx: &ToolCx<'_>,
-    entries: impl Iterator<Item = (String, T)>,
-) -> Result<(Vec<T>, Option<String>), ToolError> {
-    let budget = Paging::budget(cx);
-    let mut page = Vec::new();
-    let mut spent = 0usize;
-    let mut last: Option<String> = None;
-    for (key, entry) in entries {
-        let cost = serde_json::to_vec(&entry)
-            .map(|bytes| tc_tools::wire_cost(&bytes) + 1)
-            .map_err(|_| ToolError::internal("encoding a page entry"))?;
-        if spent + cost > budget && !page.is_empty() {
-            return Ok((page, last));
-        }
-        spent += cost;
-        page.push(entry);
-        last = Some(key);
-    }
-    Ok((page, None))
-}
+pub(crate) use tc_tools::paging::KEYSET_ENVELOPE_BYTES as ENVELOPE_BYTES;
 
 // Where a tag goes or is taken from (no doc comment: it would be advertised).
 #[derive(

@@ -15,7 +15,7 @@ use tc_tools::{
 };
 
 use super::edit::within;
-use super::{Paging, Readable, by_note, fill_page, folder_of, tag_argument};
+use super::{Paging, Readable, by_note, folder_of, tag_argument};
 
 const LIST_TAGS: &str = "list_tags";
 const FIND_NOTES_BY_TAG: &str = "find_notes_by_tag";
@@ -47,6 +47,10 @@ pub struct ListTagsArgs {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 4096))]
     pub cursor: Option<String>,
+    /// Page size cap.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1024))]
+    pub max_bytes: Option<u64>,
 }
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
@@ -148,7 +152,7 @@ impl Tool for ListTags {
             // Not a tag: a trailing `/` is kept (`project/` lists only the nested tags).
             .map(|p| p.trim().trim_start_matches('#').to_lowercase())
             .unwrap_or_default();
-        let paging = Paging::open(cx, LIST_TAGS, args, args.cursor.as_deref())?;
+        let paging = Paging::open(cx, LIST_TAGS, args, args.cursor.as_deref(), args.max_bytes)?;
         let index = meta::fresh(cx)?;
         let snapshot = q::snapshot(index)?;
         let readable = Readable::new(cx, &folder);
@@ -177,7 +181,7 @@ impl Tool for ListTags {
                 };
                 (tag.clone(), entry)
             });
-        let (tags, last) = fill_page(cx, entries)?;
+        let (tags, last) = paging.fill(entries)?;
         let next_cursor = last.map(|last| paging.next(cx, &last)).transpose()?;
         Ok(ListTagsOutput {
             vault: cx.vault().id().to_owned(),
@@ -258,6 +262,10 @@ pub struct FindNotesByTagArgs {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 4096))]
     pub cursor: Option<String>,
+    /// Page size cap.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1024))]
+    pub max_bytes: Option<u64>,
 }
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
@@ -312,7 +320,13 @@ impl Tool for FindNotesByTag {
     ) -> Result<FindNotesByTagOutput, HandlerFailure> {
         let (_, tag) = tag_argument(&args.tag, "/tag")?;
         let folder = folder_of(args.folder.as_deref())?;
-        let paging = Paging::open(cx, FIND_NOTES_BY_TAG, args, args.cursor.as_deref())?;
+        let paging = Paging::open(
+            cx,
+            FIND_NOTES_BY_TAG,
+            args,
+            args.cursor.as_deref(),
+            args.max_bytes,
+        )?;
         let index = meta::fresh(cx)?;
         let start = paging.after.clone();
         let pairs: Vec<(String, String)> = q::tagged(index, &tag)?
@@ -324,7 +338,7 @@ impl Tool for FindNotesByTag {
             .into_iter()
             .filter(|(path, _)| readable.admits(path))
             .map(|(path, tags)| (path.clone(), TaggedNote { path, tags }));
-        let (notes, last) = fill_page(cx, entries)?;
+        let (notes, last) = paging.fill(entries)?;
         let next_cursor = last.map(|last| paging.next(cx, &last)).transpose()?;
         Ok(FindNotesByTagOutput {
             vault: cx.vault().id().to_owned(),

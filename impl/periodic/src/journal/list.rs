@@ -32,6 +32,10 @@ pub struct ListPeriodicNotesArgs {
     pub to: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cursor: Option<String>,
+    /// Page size cap.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1024))]
+    pub max_bytes: Option<u64>,
 }
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
@@ -108,7 +112,13 @@ impl Tool for ListPeriodicNotes {
     ) -> Result<ListPeriodicNotesOutput, HandlerFailure> {
         let (from, to) = range(args)?;
         let settings = period_settings(cx.vault().root().path(), args.period)?;
-        let paging = Paging::open(cx, LIST_PERIODIC_NOTES, args, args.cursor.as_deref())?;
+        let paging = Paging::open(
+            cx,
+            LIST_PERIODIC_NOTES,
+            args,
+            args.cursor.as_deref(),
+            args.max_bytes,
+        )?;
         let folder = if settings.folder.is_empty() {
             FolderPath::root()
         } else {
@@ -140,7 +150,7 @@ impl Tool for ListPeriodicNotes {
             path,
             start: start.format("%Y-%m-%d").to_string(),
         });
-        let budget = Paging::budget(cx);
+        let budget = paging.budget();
         let mut notes: Vec<PeriodicEntry> = Vec::new();
         let mut spent = 0usize;
         for entry in entries {

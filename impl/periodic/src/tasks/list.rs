@@ -42,6 +42,10 @@ pub struct ListTasksArgs {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 4096))]
     pub cursor: Option<String>,
+    /// Page size cap.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1024))]
+    pub max_bytes: Option<u64>,
 }
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
@@ -173,7 +177,7 @@ impl Tool for ListTasks {
         _state: &TargetState,
     ) -> Result<ListTasksOutput, HandlerFailure> {
         let filter = filter_of(args)?;
-        let paging = Paging::open(cx, LIST_TASKS, args, args.cursor.as_deref())?;
+        let paging = Paging::open(cx, LIST_TASKS, args, args.cursor.as_deref(), args.max_bytes)?;
         let mut after: Option<(String, u64)> = match paging.after.as_deref() {
             Some(raw) => Some(
                 parse_position(raw)
@@ -186,7 +190,7 @@ impl Tool for ListTasks {
         let acl = &cx.binding.acl;
         let root = cx.vault().root();
         let scopes = &cx.caller.scopes;
-        let budget = Paging::budget(cx);
+        let budget = paging.budget();
         let mut tasks = Vec::new();
         let mut spent = 0usize;
         // The last path judged, and whether the caller may read it.
