@@ -360,3 +360,43 @@ fn a_rename_is_bound_to_every_note_it_touches_and_to_the_set() {
     scenario.drift_refused();
     scenario.approve_then_replay();
 }
+
+/// The versions kept of `path`, oldest first, as text.
+fn versions(fx: &Fx, path: &str) -> Vec<String> {
+    let vault = &fx.pipeline.vault("main").unwrap().vault;
+    let path = tc_vault::VaultPath::parse(path).unwrap();
+    vault
+        .snapshots(Some(&path))
+        .unwrap()
+        .iter()
+        .map(|info| String::from_utf8(vault.read_snapshot(info).unwrap()).unwrap())
+        .collect()
+}
+
+// r[verify versions.keep.links-and-tags]
+// r[verify versions.keep.free]
+/// A confirmed rename keeps every note it rewrites as it was, and an inline removal keeps the
+/// note; a free removal from the frontmatter keeps nothing.
+#[test]
+fn a_confirmed_tag_change_can_be_undone_and_a_free_one_keeps_nothing() {
+    let fx = rename_vault();
+    let before: Vec<(&str, String)> = ["a.md", "b.md", "sub/c.md"]
+        .into_iter()
+        .map(|p| (p, fx.get(p).unwrap()))
+        .collect();
+    let args = json!({"from": "project", "to": "Work", "dry_run": false});
+    let token = fx.mint(&fx.call("rename_tag", args.clone()).unwrap_err());
+    fx.call("rename_tag", with_token(&args, &token)).unwrap();
+    for (path, text) in &before {
+        assert_eq!(versions(&fx, path), vec![text.clone()], "{path}");
+    }
+    let fx = vault_of(&[("plan.md", PLAN)]);
+    fx.call("remove_tag", json!({"path": "plan.md", "tag": "area"}))
+        .unwrap();
+    assert!(versions(&fx, "plan.md").is_empty(), "a free removal keeps nothing");
+    let kept = fx.get("plan.md").unwrap();
+    let args = json!({"path": "plan.md", "tag": "project", "location": "inline"});
+    let token = fx.mint(&fx.call("remove_tag", args.clone()).unwrap_err());
+    fx.call("remove_tag", with_token(&args, &token)).unwrap();
+    assert_eq!(versions(&fx, "plan.md"), vec![kept]);
+}

@@ -81,6 +81,13 @@ fn cases() -> Vec<Case> {
             before: "# Hub\n- [[src]]\n- [[gone]]\n",
             args: json!({"path": "hub.md", "dry_run": false}),
         },
+        // r[verify versions.keep.links-and-tags]
+        Case {
+            tool: "rewrite_link",
+            path: "hub.md",
+            before: "# Hub\n- [[src]] and [[src|the source]]\n",
+            args: json!({"from_target": "src", "to_target": "elsewhere", "dry_run": false}),
+        },
         Case {
             tool: "delete_note",
             path: "a.md",

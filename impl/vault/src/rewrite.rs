@@ -227,7 +227,12 @@ impl RewritePlan {
         let mut outcomes = Vec::with_capacity(self.notes.len());
         for (i, note) in self.notes.iter().enumerate() {
             let precondition = Precondition::HashIs(note.hash.clone());
-            match vault.write(&note.path, note.new_content.as_bytes(), &precondition) {
+            // r[impl versions.keep.links-and-tags]
+            // Applying a rewrite is always confirmed, so each note keeps what it replaces.
+            match vault
+                .write_keeping(&note.path, note.new_content.as_bytes(), &precondition)
+                .map(|kept| kept.outcome)
+            {
                 Ok(outcome) => {
                     outcomes.push(outcome);
                     written(i + 1);

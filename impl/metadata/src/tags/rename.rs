@@ -315,7 +315,8 @@ impl Tool for RenameTag {
         cx.progress(0.0, Some(total), Some("renaming tags"));
         let mut written: Vec<&str> = Vec::new();
         for (done, planned) in plan.notes.iter().enumerate() {
-            let result = cx.vault().write(
+            // r[impl versions.keep.links-and-tags]
+            let result = cx.vault().write_keeping(
                 &planned.path,
                 planned.edited.text.as_bytes(),
                 &Precondition::HashIs(planned.hash.clone()),

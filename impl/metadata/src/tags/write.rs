@@ -25,13 +25,14 @@ use tc_vault::vault::{LockedNote, NoteContent};
 use super::edit::{self, Edited};
 use super::{Location, tag_argument};
 
-/// Writes `new` over `current` under the note's lock, after the conventions judged it.
+/// Writes `new` over `current` under the note's lock, after the conventions judged it; a
+/// `confirmed` call keeps what it replaces as a version first.
 fn write_over(
     cx: &ToolCx<'_>,
     locked: &LockedNote<'_>,
     path: &VaultPath,
     current: &NoteContent,
-    new: &str,
+    (new, confirmed): (&str, bool),
 ) -> Result<String, HandlerFailure> {
     cx.judge(&WriteIntent::new(
         path.clone(),
@@ -40,6 +41,13 @@ fn write_over(
         prior_of(Some(current)),
     ))
     .map_err(HandlerFailure::ConventionBlockedBeforeWrite)?;
+    // r[impl versions.keep.links-and-tags]
+    if confirmed {
+        return Ok(locked
+            .write_keeping(new.as_bytes(), &guard_for(Some(current)))?
+            .outcome
+            .hash);
+    }
     Ok(locked
         .write(new.as_bytes(), &guard_for(Some(current)))?
         .hash)
@@ -148,7 +156,10 @@ impl Tool for AddTag {
                 AddLocation::Inline => edit::add_inline(text, &tag),
             };
             let (added, content_hash) = match new {
-                Some(new) => (true, write_over(cx, locked, &path, &current, &new)?),
+                Some(new) => (
+                    true,
+                    write_over(cx, locked, &path, &current, (&new, false))?,
+                ),
                 None => (false, current.hash.clone()),
             };
             Ok(AddTagOutput {
@@ -300,7 +311,13 @@ impl Tool for RemoveTag {
             let content_hash = if edited.changes.is_empty() {
                 current.hash.clone()
             } else {
-                write_over(cx, locked, &path, &current, &edited.text)?
+                write_over(
+                    cx,
+                    locked,
+                    &path,
+                    &current,
+                    (&edited.text, precheck.needs_confirmation),
+                )?
             };
             Ok(RemoveTagOutput {
                 path: path.as_str().to_owned(),
