@@ -110,7 +110,7 @@ impl Tool for ListTemplates {
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateFromTemplateArgs {
-    /// A path list_templates returns.
+    /// A path list_templates returns, or its name in the templates folder.
     #[schemars(length(min = 1, max = 4096))]
     pub template: String,
     /// The new note's path.
@@ -141,7 +141,9 @@ pub struct TemplatePlan {
 pub struct CreateFromTemplate;
 
 // r[impl templates.not-found]
-/// The template `raw` names: a note under the templates folder that is there.
+// r[impl templates.name]
+/// The template `raw` names: a note under the templates folder that is there, named by its
+/// vault path or by its path under the folder, with or without `.md`.
 fn template_of(
     cx: &ToolCx<'_>,
     raw: &str,
@@ -153,12 +155,28 @@ fn template_of(
             serde_json::json!(format!("no template folder is set in {TEMPLATES}")),
         ));
     };
-    let path = VaultPath::parse_note(raw).map_err(|_| template_not_found(raw))?;
-    let inside = FolderPath::parse(folder).is_ok_and(|f| path.is_within(&f));
-    if !inside || !cx.vault().exists(&path)? {
+    let Ok(folder_path) = FolderPath::parse(folder) else {
         return Err(template_not_found(raw));
+    };
+    let named = raw.trim_start_matches('/');
+    let mut candidates = vec![named.to_owned()];
+    if !folder_path.as_str().is_empty() {
+        candidates.push(format!("{}/{named}", folder_path.as_str()));
     }
-    Ok(path)
+    for candidate in candidates {
+        let with_md = if candidate.to_ascii_lowercase().ends_with(".md") {
+            candidate
+        } else {
+            format!("{candidate}.md")
+        };
+        let Ok(path) = VaultPath::parse_note(&with_md) else {
+            continue;
+        };
+        if path.is_within(&folder_path) && cx.vault().exists(&path)? {
+            return Ok(path);
+        }
+    }
+    Err(template_not_found(raw))
 }
 
 impl Tool for CreateFromTemplate {

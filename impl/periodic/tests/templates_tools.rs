@@ -179,3 +179,39 @@ fn a_format_not_written_or_broken_settings_write_nothing() {
     assert!(err.to_string().contains("templates.json"), "{err}");
     assert!(fx.get("New.md").is_none());
 }
+
+// r[verify templates.name]
+/// A template is found by its vault path or by its name in the templates folder, with or
+/// without `.md`; nothing outside the folder is reached that way.
+#[test]
+fn a_template_is_named_as_the_templates_picker_names_it() {
+    for (template, expected) in [
+        ("Meeting", "Meta/Templates/Meeting.md"),
+        ("Meeting.md", "Meta/Templates/Meeting.md"),
+        ("Meta/Templates/Meeting", "Meta/Templates/Meeting.md"),
+        ("sub/Book", "Meta/Templates/sub/Book.md"),
+    ] {
+        let fx = Fx::new();
+        templates(&fx);
+        let out = fx
+            .call(
+                "create_from_template",
+                json!({"template": template, "path": "New.md"}),
+            )
+            .unwrap();
+        assert_eq!(out["template"], expected, "{template}");
+        assert!(fx.get("New.md").is_some(), "{template}");
+    }
+    let fx = Fx::new();
+    templates(&fx);
+    for template in ["Other", "../Other", "Templates/Meeting"] {
+        assert_eq!(
+            code(fx.call(
+                "create_from_template",
+                json!({"template": template, "path": "New.md"}),
+            )),
+            ErrorCode::TemplateNotFound,
+            "{template}"
+        );
+    }
+}
