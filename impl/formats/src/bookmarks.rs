@@ -25,6 +25,10 @@ use crate::settings::{self, Json};
 /// The file, relative to the vault root.
 pub const FILE: &str = ".obsidian/bookmarks.json";
 
+/// The schemes a URL bookmark may have: a click on a bookmark opens it, so `javascript:`,
+/// `file:` and an app's own scheme an agent could plant are refused.
+const URL_SCHEMES: &[&str] = &["http", "https", "mailto", "obsidian"];
+
 /// What a bookmark points at: a vault path or a URL.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Target {
@@ -39,14 +43,17 @@ impl Target {
                 let parsed = VaultPath::parse(path).map_err(|e| ToolError::from(&e))?;
                 Ok(Target::Path(parsed.as_str().to_owned()))
             }
+            // r[impl formats.bookmarks.url-schemes]
             (None, Some(url)) => {
                 let scheme = url.split_once(':').map(|(s, _)| s).unwrap_or("");
-                if scheme.is_empty()
-                    || !scheme
-                        .chars()
-                        .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
-                {
-                    return Err(ToolError::validation("/url", "is not a URL with a scheme"));
+                if !URL_SCHEMES.contains(&scheme.to_ascii_lowercase().as_str()) {
+                    return Err(ToolError::validation(
+                        "/url",
+                        format!(
+                            "is not a URL a bookmark may open (schemes: {})",
+                            URL_SCHEMES.join(", ")
+                        ),
+                    ));
                 }
                 Ok(Target::Url(url.to_owned()))
             }

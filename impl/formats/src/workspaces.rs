@@ -96,6 +96,7 @@ impl Tool for ListWorkspaces {
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SaveWorkspaceArgs {
+    #[schemars(length(min = 1, max = 256))]
     pub name: String,
     /// The layout as Obsidian saves one: main, left, right, active, …
     pub layout: Map<String, Value>,

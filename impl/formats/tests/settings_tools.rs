@@ -142,6 +142,16 @@ fn add_bookmark_is_free_keeps_the_file_as_it_was_and_adds_nothing_twice() {
             ErrorCode::PathInvalid,
         ),
         (json!({"url": "no scheme here"}), ErrorCode::ValidationError),
+        // r[verify formats.bookmarks.url-schemes]
+        (
+            json!({"url": "javascript:alert(1)"}),
+            ErrorCode::ValidationError,
+        ),
+        (
+            json!({"url": "file:///etc/passwd"}),
+            ErrorCode::ValidationError,
+        ),
+        (json!({"url": "vscode://x"}), ErrorCode::ValidationError),
         (
             json!({"path": "notes/plan.md", "url": "https://x"}),
             ErrorCode::ValidationError,
