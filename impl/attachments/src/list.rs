@@ -6,11 +6,10 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
-use tc_gate::cursor::{CursorClaims, request_digest};
 use tc_index::meta::{self, attachments as q};
 use tc_tools::{
-    Annotations, ErrorCode, Gating, HandlerFailure, Precheck, TargetState, Tool, ToolCx, ToolError,
-    ToolSpec, wire_cost,
+    Annotations, Gating, HandlerFailure, KeysetPaging, Precheck, TargetState, Tool, ToolCx,
+    ToolError, ToolSpec, wire_cost,
 };
 use tc_vault::VaultPath;
 use tc_vault::path::FolderPath;
@@ -19,8 +18,6 @@ use crate::common::rfc3339_ns;
 
 pub const LIST_ATTACHMENTS: &str = "list_attachments";
 const PAGE_ROWS: usize = 200;
-/// What a page keeps free of entries: its envelope and the longest cursor.
-const PAGE_RESERVE: usize = 1024;
 
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -119,32 +116,17 @@ impl Tool for ListAttachments {
         };
         let extensions = wanted(&args.extensions);
         let vault = cx.vault().id();
-        let now = cx.clock.now_ms();
-        let digest = request_digest(
-            &json!({"vault": vault, "folder": folder.as_str(), "extensions": extensions}),
-        );
-        let (mut after, page) = match &args.cursor {
-            Some(token) => {
-                let resume = cx
-                    .paging
-                    .codec
-                    .open(token, &cx.caller.id, LIST_ATTACHMENTS, &digest, now)
-                    .map_err(|e| {
-                        ToolError::new(ErrorCode::InvalidInput, e.to_string())
-                            .with_details(json!({"reason": e.reason()}))
-                    })?;
-                (Some(resume.position), resume.page.saturating_add(1))
-            }
-            None => (None, 0),
-        };
-        let index = meta::fresh(cx)?;
         // r[impl paging.max-bytes]
-        let budget = cx
-            .paging
-            .limits
-            .lowered_to(args.max_bytes)
-            .page_budget()
-            .saturating_sub(PAGE_RESERVE);
+        let paging = KeysetPaging::open(
+            cx,
+            LIST_ATTACHMENTS,
+            &json!({"vault": vault, "folder": folder.as_str(), "extensions": extensions}),
+            args.cursor.as_deref(),
+            args.max_bytes,
+        )?;
+        let mut after = paging.after.clone();
+        let index = meta::fresh(cx)?;
+        let budget = paging.budget();
         let mut attachments = Vec::new();
         let mut last: Option<String> = None;
         let mut used = 0usize;
@@ -195,21 +177,7 @@ impl Tool for ListAttachments {
             }
         }
         let next_cursor = match (more, last) {
-            (true, Some(last)) => Some(
-                cx.paging
-                    .codec
-                    .seal(
-                        &CursorClaims {
-                            caller: &cx.caller.id,
-                            tool: LIST_ATTACHMENTS,
-                            request_digest: &digest,
-                            position: &last,
-                            page,
-                        },
-                        now,
-                    )
-                    .map_err(|_| ToolError::internal("making the next cursor"))?,
-            ),
+            (true, Some(last)) => Some(paging.next(cx, &last)?),
             _ => None,
         };
         Ok(ListAttachmentsOutput {
