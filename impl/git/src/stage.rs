@@ -137,7 +137,7 @@ pub fn stage_paths(
     root: &Path,
     paths: &[VaultPath],
 ) -> Result<Vec<StagedPath>, ToolError> {
-    // r[impl git.stage.locked]
+    // r[impl git.stage.git-locked]
     let lock = gix::lock::File::acquire_to_update_resource(
         repo.index_path(),
         gix::lock::acquire::Fail::Immediately,
@@ -145,7 +145,11 @@ pub fn stage_paths(
         // git's own default (the umask), as `git add` without core.sharedRepository.
         Default::default(),
     )
-    .map_err(|_| index_locked())?;
+    .map_err(|_| {
+        let mut lock = repo.index_path().into_os_string();
+        lock.push(".lock");
+        repo::locked(Path::new(&lock), "nothing was staged")
+    })?;
     let mut index = repo::read_index(repo)?;
     let (mut pipeline, _) = repo
         .filter_pipeline(None)
@@ -267,18 +271,6 @@ fn ignored_path(path: &VaultPath) -> ToolError {
     .with_details(json!({"reason": "ignored", "path": path.as_str()}))
     .with_recovery(
         "leave it out of the call (ignored files stay out of the repository), or change the ignore rules on the server host",
-        None,
-    )
-}
-
-fn index_locked() -> ToolError {
-    ToolError::new(
-        ErrorCode::InvalidInput,
-        "the index is locked by another git process (.git/index.lock exists); nothing was staged",
-    )
-    .with_details(json!({"reason": "index_locked"}))
-    .with_recovery(
-        "wait for the other git command to finish (or remove a stale .git/index.lock), then send the call again",
         None,
     )
 }

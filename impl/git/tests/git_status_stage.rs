@@ -303,7 +303,7 @@ fn stage_is_judged_by_the_folder_acl_for_write() {
     assert!(porcelain(&fx.root).contains(&"A  notes/b.md".to_owned()));
 }
 
-// r[verify git.stage.locked]
+// r[verify git.stage.git-locked]
 #[test]
 fn a_locked_index_is_refused_and_left_alone() {
     let fx = Fx::<Git>::new();
@@ -313,8 +313,13 @@ fn a_locked_index_is_refused_and_left_alone() {
     let refusal = fx
         .call("git_stage", json!({"paths": ["notes/b.md"]}))
         .unwrap_err();
-    assert_eq!(refusal.code, ErrorCode::InvalidInput);
-    assert_eq!(refusal.details.as_ref().unwrap()["reason"], "index_locked");
+    assert_eq!(refusal.code, ErrorCode::GitLocked);
+    let lock = refusal.details.as_ref().unwrap()["lock"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(lock.ends_with(".git/index.lock"), "{lock}");
+    assert!(refusal.message.contains(&lock), "{}", refusal.message);
     assert!(
         fx.root.join(".git/index.lock").exists(),
         "not ours to remove"
