@@ -301,6 +301,10 @@ impl Tool for ResetVaultCache {
                 .map_err(fail)?;
             tx.execute("DELETE FROM index_tags WHERE vault = ?1", [&vault])
                 .map_err(fail)?;
+            tx.execute("DELETE FROM index_tag_notes WHERE vault = ?1", [&vault])
+                .map_err(fail)?;
+            tx.execute("DELETE FROM index_tag_counts WHERE vault = ?1", [&vault])
+                .map_err(fail)?;
             index
                 .forget_stamps(&mut live, &tx)
                 .map_err(|_| ToolError::internal("clearing the vault cache"))?;

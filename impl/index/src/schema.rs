@@ -138,4 +138,39 @@ pub const MIGRATIONS: &[&str] = &[
          PRIMARY KEY (vault, path, line)
      ) STRICT, WITHOUT ROWID;
      UPDATE index_files SET mtime_ns = -1, hash = NULL;",
+    // Tag counts (spec/index.md `index.tag-counts`): each note's tags with their ancestors,
+    // and per vault and tag the number of such rows, kept by triggers in the transaction that
+    // changes a note's rows; filled from the tags already indexed (every prefix of a tag up to
+    // a `/`, then the tag), so no note is read again.
+    "CREATE TABLE index_tag_notes (
+         vault TEXT NOT NULL,
+         path  TEXT NOT NULL,
+         tag   TEXT NOT NULL,
+         PRIMARY KEY (vault, path, tag)
+     ) STRICT, WITHOUT ROWID;
+     CREATE TABLE index_tag_counts (
+         vault TEXT NOT NULL,
+         tag   TEXT NOT NULL,
+         notes INTEGER NOT NULL,
+         PRIMARY KEY (vault, tag)
+     ) STRICT, WITHOUT ROWID;
+     CREATE TRIGGER index_tag_notes_added AFTER INSERT ON index_tag_notes BEGIN
+         INSERT INTO index_tag_counts (vault, tag, notes) VALUES (NEW.vault, NEW.tag, 1)
+         ON CONFLICT (vault, tag) DO UPDATE SET notes = notes + 1;
+     END;
+     CREATE TRIGGER index_tag_notes_removed AFTER DELETE ON index_tag_notes BEGIN
+         UPDATE index_tag_counts SET notes = notes - 1 WHERE vault = OLD.vault AND tag = OLD.tag;
+         DELETE FROM index_tag_counts WHERE vault = OLD.vault AND tag = OLD.tag AND notes <= 0;
+     END;
+     WITH RECURSIVE cut(vault, path, tag, at) AS (
+         SELECT vault, path, tag, instr(tag, '/') FROM index_tags
+         UNION ALL
+         SELECT vault, path, tag,
+                CASE instr(substr(tag, at + 1), '/') WHEN 0 THEN 0
+                     ELSE at + instr(substr(tag, at + 1), '/') END
+         FROM cut WHERE at > 0
+     )
+     INSERT OR IGNORE INTO index_tag_notes (vault, path, tag)
+     SELECT vault, path, CASE at WHEN 0 THEN tag ELSE substr(tag, 1, at - 1) END
+     FROM cut WHERE true;",
 ];

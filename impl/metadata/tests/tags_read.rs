@@ -245,3 +245,88 @@ fn a_scope_rule_the_caller_lacks_hides_its_notes_from_the_counts() {
         [("hidden".to_owned(), 1), ("idea".to_owned(), 2)]
     );
 }
+
+mod counts_follow_edits {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::{BTreeMap, BTreeSet};
+
+    /// One step: a note (of four) written with these tags, or removed.
+    #[derive(Debug, Clone)]
+    enum Step {
+        Write(usize, Vec<String>),
+        Remove(usize),
+    }
+
+    fn tag() -> impl Strategy<Value = String> {
+        prop::collection::vec(prop::sample::select(vec!["a", "b", "ab"]), 1..4)
+            .prop_map(|parts| parts.join("/"))
+    }
+
+    fn step() -> impl Strategy<Value = Step> {
+        prop_oneof![
+            3 => (0..4usize, prop::collection::vec(tag(), 0..4)).prop_map(|(n, t)| Step::Write(n, t)),
+            1 => (0..4usize).prop_map(Step::Remove),
+        ]
+    }
+
+    /// What list_tags must say of `notes`: each tag and each ancestor, a note counted once.
+    fn reference(notes: &BTreeMap<usize, Vec<String>>) -> Vec<(String, u64)> {
+        let mut counts: BTreeMap<String, u64> = BTreeMap::new();
+        for tags in notes.values() {
+            let mut entries = BTreeSet::new();
+            for tag in tags {
+                entries.insert(tag.clone());
+                entries.extend(tag.match_indices('/').map(|(at, _)| tag[..at].to_owned()));
+            }
+            for entry in entries {
+                *counts.entry(entry).or_default() += 1;
+            }
+        }
+        counts.into_iter().collect()
+    }
+
+    fn listed(fx: &Fx) -> Vec<(String, u64)> {
+        let mut all = Vec::new();
+        let mut args = json!({"max_bytes": 1024});
+        loop {
+            let out = fx.call("list_tags", args.clone()).unwrap();
+            all.extend(tag_counts(&out));
+            match out["next_cursor"].as_str() {
+                Some(next) => args["cursor"] = json!(next),
+                None => return all,
+            }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+        // r[verify index.tag-counts]
+        // r[verify metadata.list-tags]
+        /// The counts the index keeps as notes are written and removed equal a recount of the
+        /// notes as they are, page by page.
+        #[test]
+        fn the_kept_counts_equal_a_recount_after_every_edit(
+            steps in prop::collection::vec(step(), 1..10)
+        ) {
+            let fx = vault_of(&[("seed.md", "# nothing tagged\n")]);
+            let mut notes: BTreeMap<usize, Vec<String>> = BTreeMap::new();
+            for step in steps {
+                match step {
+                    Step::Write(n, tags) => {
+                        let inline: Vec<String> = tags.iter().map(|t| format!("#{t}")).collect();
+                        fx.put(&format!("n{n}.md"), &format!("# Note {n}\n{}\n", inline.join(" ")));
+                        notes.insert(n, tags);
+                    }
+                    Step::Remove(n) => {
+                        if notes.remove(&n).is_some() {
+                            fx.remove(&format!("n{n}.md"));
+                        }
+                    }
+                }
+                prop_assert_eq!(listed(&fx), reference(&notes));
+            }
+        }
+    }
+}

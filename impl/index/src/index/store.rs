@@ -212,6 +212,7 @@ pub(super) fn forget(conn: &Connection, vault: &str, path: &str) -> rusqlite::Re
         .execute(params![vault, path])?;
     conn.prepare_cached("DELETE FROM index_tags WHERE vault = ?1 AND path = ?2")?
         .execute(params![vault, path])?;
+    crate::meta::tags::forget(conn, vault, path)?;
     crate::meta::properties::forget(conn, vault, path)?;
     crate::meta::tasks::forget(conn, vault, path)?;
     // The vectors go with their chunks (a chunk id may be reused by other text later).
@@ -312,6 +313,7 @@ fn store(conn: &Connection, vault: &str, note: &Changed) -> rusqlite::Result<boo
     for t in &facts.tags {
         tag.execute(params![vault, path, t])?;
     }
+    crate::meta::tags::store(conn, vault, path, &facts.tags)?;
     crate::meta::properties::store(conn, vault, path, &facts.properties)?;
     crate::meta::tasks::store(conn, vault, path, &facts.tasks)?;
     let mut chunk = conn.prepare_cached(

@@ -70,6 +70,66 @@ pub fn snapshot(index: &VaultIndex) -> Result<Arc<TagSnapshot>, ToolError> {
     Ok(snapshot)
 }
 
+// r[impl index.tag-counts]
+/// Records `tags` of the note at `path` with every ancestor of a nested tag (`a/b/c` also as
+/// `a` and `a/b`), once each; the table's triggers count them per tag.
+pub(crate) fn store(
+    conn: &rusqlite::Connection,
+    vault: &str,
+    path: &str,
+    tags: &[String],
+) -> rusqlite::Result<()> {
+    let mut entry = conn.prepare_cached(
+        "INSERT OR IGNORE INTO index_tag_notes (vault, path, tag) VALUES (?1, ?2, ?3)",
+    )?;
+    for tag in tags {
+        for (at, _) in tag.match_indices('/') {
+            entry.execute(params![vault, path, &tag[..at]])?;
+        }
+        entry.execute(params![vault, path, tag])?;
+    }
+    Ok(())
+}
+
+/// Drops the note's entries, and with them its part of the counts.
+pub(crate) fn forget(conn: &rusqlite::Connection, vault: &str, path: &str) -> rusqlite::Result<()> {
+    conn.prepare_cached("DELETE FROM index_tag_notes WHERE vault = ?1 AND path = ?2")?
+        .execute(params![vault, path])?;
+    Ok(())
+}
+
+/// The whole vault's tags from `from` on (after it when `exclusive`), in tag order, with
+/// how many notes carry each, at most `limit`.
+pub fn counts_from(
+    index: &VaultIndex,
+    from: &str,
+    exclusive: bool,
+    limit: usize,
+) -> Result<Vec<(String, usize)>, ToolError> {
+    let conn = index.conn();
+    let sql = if exclusive {
+        "SELECT tag, notes FROM index_tag_counts WHERE vault = ?1 AND tag > ?2 ORDER BY tag LIMIT ?3"
+    } else {
+        "SELECT tag, notes FROM index_tag_counts WHERE vault = ?1 AND tag >= ?2 ORDER BY tag LIMIT ?3"
+    };
+    let mut query = conn.prepare_cached(sql).map_err(failed)?;
+    let rows = query
+        .query_map(
+            params![
+                index.vault_id(),
+                from,
+                i64::try_from(limit).unwrap_or(i64::MAX)
+            ],
+            |row| Ok((row.get::<_, String>(0)?, row.get::<_, i64>(1)?)),
+        )
+        .map_err(failed)?;
+    rows.map(|row| {
+        row.map(|(tag, notes)| (tag, usize::try_from(notes).unwrap_or(0)))
+            .map_err(failed)
+    })
+    .collect()
+}
+
 fn failed(error: rusqlite::Error) -> ToolError {
     tracing::warn!("reading the tags of the vault index: {error}");
     ToolError::internal("reading the tags of the vault index")

@@ -4,7 +4,6 @@
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
-use std::sync::{Arc, LazyLock, Mutex};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -94,33 +93,6 @@ pub fn count_tags<'a>(notes: impl Iterator<Item = &'a [String]>) -> BTreeMap<Str
     counts
 }
 
-/// The most whole-vault counts kept (one per vault index of the process).
-const COUNTS_KEPT: usize = 16;
-
-/// The whole vault's counts, per snapshot of its tags: a snapshot is shared for as long as
-/// the index is unchanged, and so are its counts.
-#[allow(clippy::type_complexity)]
-static COUNTS: LazyLock<Mutex<Vec<(Arc<q::TagSnapshot>, Arc<BTreeMap<String, usize>>)>>> =
-    LazyLock::new(|| Mutex::new(Vec::new()));
-
-fn whole_vault_counts(snapshot: &Arc<q::TagSnapshot>) -> Arc<BTreeMap<String, usize>> {
-    if let Ok(kept) = COUNTS.lock()
-        && let Some((_, counts)) = kept.iter().find(|(s, _)| Arc::ptr_eq(s, snapshot))
-    {
-        return Arc::clone(counts);
-    }
-    let counts = Arc::new(count_tags(
-        snapshot.notes.iter().map(|(_, tags)| tags.as_slice()),
-    ));
-    if let Ok(mut kept) = COUNTS.lock() {
-        if kept.len() >= COUNTS_KEPT {
-            kept.remove(0);
-        }
-        kept.push((Arc::clone(snapshot), Arc::clone(&counts)));
-    }
-    counts
-}
-
 impl Tool for ListTags {
     type Args = ListTagsArgs;
     type Output = ListTagsOutput;
@@ -154,34 +126,61 @@ impl Tool for ListTags {
             .unwrap_or_default();
         let paging = Paging::open(cx, LIST_TAGS, args, args.cursor.as_deref(), args.max_bytes)?;
         let index = meta::fresh(cx)?;
-        let snapshot = q::snapshot(index)?;
         let readable = Readable::new(cx, &folder);
-        let counts = if readable.shows_all() {
-            whole_vault_counts(&snapshot)
+        let (tags, last) = if readable.shows_all() {
+            // r[impl index.tag-counts]
+            // The whole vault: the index's counts, read from where the page starts. An entry
+            // costs at least 16 bytes of the budget, so this many rows outlast any page.
+            let limit = paging.budget() / 16 + 2;
+            let (from, exclusive) = match &paging.after {
+                Some(after) if *after >= prefix => (after.as_str(), true),
+                _ => (prefix.as_str(), false),
+            };
+            let rows = q::counts_from(index, from, exclusive, limit)?;
+            let full = rows.len() == limit;
+            let (tags, last) = paging.fill(
+                rows.into_iter()
+                    .take_while(|(tag, _)| tag.starts_with(&prefix))
+                    .map(|(tag, notes)| {
+                        let entry = TagCount {
+                            tag: tag.clone(),
+                            notes,
+                        };
+                        (tag, entry)
+                    }),
+            )?;
+            match (&last, full, tags.last()) {
+                (None, true, Some(end)) if tags.len() == limit => {
+                    let end = end.tag.clone();
+                    (tags, Some(end))
+                }
+                _ => (tags, last),
+            }
         } else {
-            Arc::new(count_tags(
+            let snapshot = q::snapshot(index)?;
+            let counts = count_tags(
                 snapshot
                     .notes
                     .iter()
                     .filter(|(path, _)| readable.admits(path))
                     .map(|(_, tags)| tags.as_slice()),
-            ))
+            );
+            let from = match &paging.after {
+                Some(after) => Bound::Excluded(after.clone()),
+                None => Bound::Included(prefix.clone()),
+            };
+            let entries = counts
+                .range((from, Bound::Unbounded))
+                .take_while(|(tag, _)| tag.starts_with(&prefix))
+                .map(|(tag, notes)| {
+                    let entry = TagCount {
+                        tag: tag.clone(),
+                        notes: *notes,
+                    };
+                    (tag.clone(), entry)
+                });
+            paging.fill(entries)?
         };
-        let from = match &paging.after {
-            Some(after) => Bound::Excluded(after.clone()),
-            None => Bound::Included(prefix.clone()),
-        };
-        let entries = counts
-            .range((from, Bound::Unbounded))
-            .take_while(|(tag, _)| tag.starts_with(&prefix))
-            .map(|(tag, notes)| {
-                let entry = TagCount {
-                    tag: tag.clone(),
-                    notes: *notes,
-                };
-                (tag.clone(), entry)
-            });
-        let (tags, last) = paging.fill(entries)?;
         let next_cursor = last.map(|last| paging.next(cx, &last)).transpose()?;
         Ok(ListTagsOutput {
             vault: cx.vault().id().to_owned(),
