@@ -22,6 +22,7 @@ use tc_vault::acl::AclOp;
 use tc_vault::conventions::{ContentFacts, Prior, WriteIntent, WriteKind};
 use tc_vault::error::VaultError;
 use tc_vault::links::{LinkMatcher, LinkResolver, LinkRewrite, find_links, validate_link_target};
+use tc_vault::mdlinks::{find_md_links, resolve_markdown};
 use tc_vault::path::{FolderPath, VaultPath};
 use tc_vault::rewrite::{NoteRewrite, RewritePlan, build_resolver, plan_rewrite};
 use tc_vault::vault::{NoteContent, Precondition};
@@ -339,7 +340,8 @@ pub struct PruneHubLinks;
 
 /// The hub note without its links that resolve to no file, and the targets removed. A
 /// line left with nothing but a list or task marker is dropped whole.
-fn prune(cx: &ToolCx<'_>, text: &str) -> Result<(String, Vec<String>), ToolError> {
+// r[impl tools.prune-hub-links.markdown]
+fn prune(cx: &ToolCx<'_>, hub: &VaultPath, text: &str) -> Result<(String, Vec<String>), ToolError> {
     // Only the hub is read; the index, when it can answer, spares the walk of the vault
     // that resolving its links would otherwise need.
     let indexed = link_sources(cx, &[])?;
@@ -351,13 +353,22 @@ fn prune(cx: &ToolCx<'_>, text: &str) -> Result<(String, Vec<String>), ToolError
             &scanned
         }
     };
-    let dead: Vec<_> = find_links(text)
+    // Dead links of both kinds, as (range, the target as written), in the note's order.
+    let mut dead: Vec<(std::ops::Range<usize>, String)> = find_links(text)
         .into_iter()
         .filter(|l| !l.target.trim().is_empty() && resolver.resolve(&l.target).is_none())
-        // A wikilink never spans lines; one that seems to is left alone.
-        .filter(|l| !text[l.range.clone()].contains('\n'))
+        .map(|l| (l.range, l.target))
+        .chain(
+            find_md_links(text)
+                .into_iter()
+                .filter(|l| resolve_markdown(resolver, hub, &l.path).is_none())
+                .map(|l| (l.range, l.raw)),
+        )
+        // A link never spans lines; one that seems to is left alone.
+        .filter(|(range, _)| !text[range.clone()].contains('\n'))
         .collect();
-    let removed: Vec<String> = dead.iter().map(|l| l.target.clone()).collect();
+    dead.sort_by_key(|(range, _)| range.start);
+    let removed: Vec<String> = dead.iter().map(|(_, target)| target.clone()).collect();
     let mut out = String::with_capacity(text.len());
     let mut pending = dead.iter().peekable();
     let mut start = 0;
@@ -366,9 +377,9 @@ fn prune(cx: &ToolCx<'_>, text: &str) -> Result<(String, Vec<String>), ToolError
         let mut kept = String::with_capacity(line.len());
         let mut copied = start;
         let mut pruned_here = false;
-        while let Some(link) = pending.next_if(|l| l.range.start < end) {
-            kept.push_str(&text[copied..link.range.start]);
-            copied = link.range.end;
+        while let Some((range, _)) = pending.next_if(|(range, _)| range.start < end) {
+            kept.push_str(&text[copied..range.start]);
+            copied = range.end;
             pruned_here = true;
         }
         kept.push_str(&text[copied..end]);
@@ -433,7 +444,7 @@ impl Tool for PruneHubLinks {
             .read_if_exists(&path)?
             .ok_or_else(|| not_found(&path))?;
         check_prev_hash(&path, args.prev_hash.as_deref(), Some(&current))?;
-        let (new, removed) = prune(cx, &hub_text(&path, &current)?)?;
+        let (new, removed) = prune(cx, &path, &hub_text(&path, &current)?)?;
         if !args.dry_run && !removed.is_empty() {
             cx.judge(&WriteIntent::new(
                 path.clone(),
@@ -523,7 +534,7 @@ impl Tool for PruneHubLinks {
             })
             .into());
         }
-        let (new, mut removed) = prune(cx, &hub_text(&path, &current)?)?;
+        let (new, mut removed) = prune(cx, &path, &hub_text(&path, &current)?)?;
         let removed_count = removed.len();
         removed.truncate(crate::common::LISTED_PATHS);
         if args.dry_run || removed.is_empty() {

@@ -229,3 +229,41 @@ fn prune_hub_links_acl_refusal_gives_the_token_back() {
 fn prune_hub_links_preflight_never_spends_the_token() {
     prune_scenario().preflight_keeps_token(forbid_all());
 }
+
+// r[verify tools.prune-hub-links.markdown]
+/// Markdown links are judged as Obsidian resolves them, from the hub's folder: a dead
+/// relative, absolute, encoded or angle-bracketed link goes whole; a live one, a web link and
+/// one in code stay.
+#[test]
+fn prune_hub_links_removes_dead_markdown_links_too() {
+    let fx = Fx::new();
+    fx.put("notes/live note.md", "here");
+    fx.put("hubs/sibling.md", "here");
+    let hub = "# Hub\n\
+        - [live](../notes/live%20note.md)\n\
+        - [sibling](sibling.md)\n\
+        - [gone](../notes/gone.md)\n\
+        - [also gone](</notes/no such note.md>)\n\
+        - ![missing](pic.png) and [web](https://example.org/x.md)\n\
+        - `[code](nowhere.md)` [[sibling]]\n";
+    fx.put("hubs/hub.md", hub);
+    let out = fx
+        .call("prune_hub_links", json!({"path": "hubs/hub.md"}))
+        .unwrap();
+    assert_eq!(
+        out["removed"],
+        json!(["../notes/gone.md", "/notes/no such note.md", "pic.png"])
+    );
+    let args = json!({"path": "hubs/hub.md", "dry_run": false});
+    let token = fx.require("prune_hub_links", &args);
+    fx.call("prune_hub_links", with_token(&args, &token))
+        .unwrap();
+    assert_eq!(
+        fx.get("hubs/hub.md").unwrap(),
+        "# Hub\n\
+        - [live](../notes/live%20note.md)\n\
+        - [sibling](sibling.md)\n\
+        -  and [web](https://example.org/x.md)\n\
+        - `[code](nowhere.md)` [[sibling]]\n"
+    );
+}
