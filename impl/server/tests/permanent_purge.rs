@@ -128,3 +128,50 @@ async fn a_permanent_entity_delete_leaves_no_copy_of_its_observations() {
     assert_eq!(holding(&h.cache, MARKER), Vec::<String>::new());
     assert_eq!(holding(&h.vault, MARKER), Vec::<String>::new());
 }
+
+// r[verify gate.raise.forget-deleted]
+/// A request raised before a permanent delete (a rewrite of the note, whose summary shows the
+/// diff) keeps its place, but its preview of the deleted text goes with the note: `pending`
+/// shows why, and no byte of the text stays under the cache directory.
+#[tokio::test]
+async fn a_pending_preview_of_a_permanently_deleted_note_is_forgotten() {
+    const MARKER: &str = "zyxwvutsrqponmarkerfour";
+    let h = Harness::new();
+    h.write(
+        "secret.md",
+        &format!("# Secret\n\nthe code word is {MARKER}\n"),
+    );
+    let client = connect(h.core.clone(), legacy(Reply::Approve)).await;
+    let rewrite = failure(
+        &call(
+            &client,
+            "write_note",
+            json!({"path": "secret.md", "content": "# Secret\n\nnothing here now\n", "mode": "overwrite"}),
+        )
+        .await,
+    );
+    assert_eq!(rewrite["code"], "elicit_required", "{rewrite}");
+    let pending = h.core.gate().pending(None, None, 10).unwrap();
+    assert!(
+        pending.iter().any(|r| r.summary.contains(MARKER)),
+        "the diff quotes the note: {pending:?}"
+    );
+    approved(
+        &h,
+        &client,
+        "delete_note",
+        json!({"path": "secret.md", "permanent": true}),
+    )
+    .await;
+    let pending = h.core.gate().pending(None, None, 10).unwrap();
+    let kept = pending
+        .iter()
+        .find(|r| r.call.tool == "write_note")
+        .expect("the request keeps its place");
+    assert!(
+        kept.summary.contains("deleted permanently"),
+        "{}",
+        kept.summary
+    );
+    assert_eq!(holding(&h.cache, MARKER), Vec::<String>::new());
+}

@@ -467,10 +467,20 @@ impl Pipeline {
         control: &CallControl,
     ) -> Result<ToolOutput, HandlerFailure> {
         let cx = self.cx(&prepared.binding, &prepared.caller, control);
-        prepared
+        let outcome = prepared
             .def
             .tool
-            .run(&cx, &prepared.args.typed, &prepared.precheck, state)
+            .run(&cx, &prepared.args.typed, &prepared.precheck, state);
+        // r[impl gate.raise.forget-deleted]
+        // Whatever the outcome: a handler that failed after a permanent delete still deleted.
+        for path in prepared.binding.vault.take_deleted_for_good() {
+            // A failure leaves the preview to expire with its request (elicitTtlSeconds);
+            // the delete itself is done and is not undone for it.
+            let _ = self
+                .gate
+                .forget_previews(prepared.vault_id(), path.as_str());
+        }
+        outcome
     }
 
     /// The state now, for a drift check at redemption.

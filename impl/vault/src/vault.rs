@@ -132,6 +132,9 @@ pub struct Vault {
     /// The creation time of the latest snapshot this vault stored, so two snapshots taken in
     /// the same millisecond still sort in the order they were taken.
     last_snapshot_ms: std::sync::atomic::AtomicI64,
+    /// The paths deleted permanently and not yet taken by [`Vault::take_deleted_for_good`]:
+    /// what else holds a copy of their text (a raised request's preview) is told of them.
+    deleted_for_good: Mutex<Vec<VaultPath>>,
 }
 
 impl Vault {
@@ -173,6 +176,7 @@ impl Vault {
             entropy,
             write_lock: Mutex::new(()),
             last_snapshot_ms: std::sync::atomic::AtomicI64::new(i64::MIN),
+            deleted_for_good: Mutex::new(Vec::new()),
         })
     }
 

@@ -55,6 +55,35 @@ impl Gate {
         self.raise_with_summary(call, state_fp, "")
     }
 
+    // r[impl gate.raise.forget-deleted]
+    /// After `path` of `vault` was deleted permanently: every raised request whose summary
+    /// names it keeps its place (a mint still finds it, and its state has drifted) but loses
+    /// its preview, which may quote the deleted text, overwritten in place and checkpointed
+    /// out of the write-ahead log. Returns how many were redacted.
+    pub fn forget_previews(&self, vault: &str, path: &str) -> Result<usize, StoreError> {
+        if path.is_empty() {
+            return Ok(0);
+        }
+        let redacted = self.inner.store.write(Durability::Synced, |tx| {
+            tx.execute(
+                "UPDATE raised_requests
+                 SET summary = tool || ' in vault ' || vault || char(10)
+                     || 'what this request would change is no longer shown: ' || ?2
+                     || ' was deleted permanently, and every copy of its text with it'
+                 WHERE vault = ?1 AND instr(summary, ?2) > 0",
+                rusqlite::params![vault, path],
+            )
+            .map_err(StoreError::from)
+        })?;
+        if redacted > 0 {
+            self.inner.store.with_conn(|conn| {
+                conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+                    .map_err(StoreError::from)
+            })?;
+        }
+        Ok(redacted)
+    }
+
     /// [`Gate::raise`], keeping `summary` (what the human approves, already rendered:
     /// bounded and escaped) with the request.
     pub fn raise_with_summary(

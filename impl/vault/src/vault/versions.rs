@@ -191,8 +191,23 @@ impl Vault {
     /// `permanent`), once `expected` holds of it under its lock.
     pub fn delete_permanently(&self, path: &VaultPath, expected: &Precondition) -> VaultResult<()> {
         self.delete(path, expected)?;
+        self.deleted_for_good
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(path.clone());
         self.purge_snapshots(path)?;
         Ok(())
+    }
+
+    /// The paths deleted permanently since the last call, for whoever keeps other copies of
+    /// their text to forget them.
+    pub fn take_deleted_for_good(&self) -> Vec<VaultPath> {
+        std::mem::take(
+            &mut *self
+                .deleted_for_good
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
     }
 
     /// Removes one snapshot (a folder-stored one: its meta first, so it is never listed
