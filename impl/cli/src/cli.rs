@@ -52,6 +52,12 @@ pub enum Command {
     /// Re-run a recorded session and report each call's verdict and divergence (exit 0: no
     /// divergence, 3: a divergence, 4: nothing runnable)
     Rerun(RerunArgs),
+    /// List the versions the server kept (deleted files, replaced content), newest first, or
+    /// print one with --show
+    Snapshots(SnapshotsArgs),
+    /// Put a kept version back (the note there now is kept as a version first); on a
+    /// terminal it shows the change and asks, elsewhere it needs --yes
+    Restore(RestoreArgs),
     /// Bearer tokens for an HTTP server with auth.mode = "jwt"
     Token {
         #[command(subcommand)]
@@ -102,6 +108,45 @@ pub struct ElicitArgs {
     #[arg(long)]
     pub json: bool,
     /// Mint without showing the request and asking first (on a terminal, elicit asks)
+    #[arg(long)]
+    pub yes: bool,
+    #[command(flatten)]
+    pub place: PlaceArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct SnapshotsArgs {
+    /// The vault folder, as given to serve when the config lists no vaults
+    #[arg(value_name = "VAULT_DIR")]
+    pub vault_dir: Option<PathBuf>,
+    /// Only this vault's versions (its id); every vault's when absent
+    #[arg(long, value_name = "ID")]
+    pub vault: Option<String>,
+    /// Only the versions of this vault path
+    #[arg(long, value_name = "PATH")]
+    pub path: Option<String>,
+    /// Print this version's bytes instead of the list
+    #[arg(long, value_name = "SNAPSHOT_ID")]
+    pub show: Option<String>,
+    /// Print one JSON array instead of the table
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub place: PlaceArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct RestoreArgs {
+    /// The version to put back (an id from `obsidian-tc snapshots`)
+    #[arg(value_name = "SNAPSHOT_ID")]
+    pub snapshot_id: String,
+    /// The vault folder, as given to serve when the config lists no vaults
+    #[arg(value_name = "VAULT_DIR")]
+    pub vault_dir: Option<PathBuf>,
+    /// The vault the version belongs to; needed only when it cannot be told otherwise
+    #[arg(long, value_name = "ID")]
+    pub vault: Option<String>,
+    /// Restore without showing the change and asking first
     #[arg(long)]
     pub yes: bool,
     #[command(flatten)]

@@ -14,6 +14,7 @@ mod pending;
 mod rerun;
 mod serve;
 mod token;
+mod versions;
 
 use std::fmt;
 use std::io::Write;
@@ -60,6 +61,8 @@ fn main() -> ExitCode {
         Command::Elicit(args) => elicit::run(args, &env),
         Command::Pending(args) => pending::run(args, &env),
         Command::Events(args) => events::run(args, &env),
+        Command::Snapshots(args) => versions::list(args, &env),
+        Command::Restore(args) => versions::restore(args, &env),
         // Its own exit statuses (0, 3, 4; 1 for a refusal): spec/cli.md.
         Command::Rerun(args) => return rerun::main(args, &env),
         Command::Token {
