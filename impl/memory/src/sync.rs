@@ -156,13 +156,102 @@ fn choose_path(
     .into())
 }
 
+// r[impl memory.note.followed]
+/// When `entity`'s note is no longer at the path the store recorded, the note of the memory
+/// folder that carries its `memory_id` (a person renamed or moved it) becomes its note:
+/// first its own folder is looked through, then the whole memory folder. Nothing found, the
+/// recorded path stays and the note is written there again (`memory.edits.note-deleted`).
+fn relocate(
+    cx: &ToolCx<'_>,
+    conn: &Connection,
+    folder: &FolderPath,
+    entity: &mut Entity,
+) -> Result<Option<Moved>, ToolError> {
+    let Some(recorded) = entity.note_path.clone() else {
+        return Ok(None);
+    };
+    if !entity.materialized {
+        return Ok(None);
+    }
+    let recorded = VaultPath::parse_note(&recorded)?;
+    if cx.vault().exists(&recorded)? {
+        return Ok(None);
+    }
+    let own = recorded.parent();
+    let wanted = entity_id(entity.id);
+    for (scope, recursive) in [(&own, false), (folder, true)] {
+        let walk = match tc_vault::Walk::new(
+            cx.vault().root(),
+            scope,
+            recursive,
+            tc_vault::WalkFilter::Notes,
+            None,
+        ) {
+            Ok(walk) => walk,
+            Err(_) => continue,
+        };
+        for path in walk.flatten() {
+            let Some(content) = cx.vault().read_if_exists(&path)? else {
+                continue;
+            };
+            if render::note_entity_id(&content.text()).as_deref() == Some(wanted.as_str())
+                && !store::path_taken(conn, &entity.vault, path.as_str(), Some(entity.id))
+                    .map_err(db_error)?
+            {
+                store::set_note_path(conn, entity.id, path.as_str()).map_err(db_error)?;
+                entity.note_path = Some(path.as_str().to_owned());
+                return Ok(Some(Moved {
+                    from: recorded,
+                    to: path,
+                }));
+            }
+        }
+    }
+    Ok(None)
+}
+
+/// An entity's note found at a new path, and where the store had it.
+#[derive(Debug, Clone)]
+pub(crate) struct Moved {
+    from: VaultPath,
+    to: VaultPath,
+}
+
+// r[impl memory.edits.store-rendered]
+/// `found` with each wikilink to a moved note written back as the store wrote it before the
+/// move (the move's backlink rewrite is the store's own edit, not a person's).
+fn before_moves(found: &render::Section, moved: &[Moved]) -> render::Section {
+    let key = |target: &str| {
+        let name = target.trim().rsplit('/').next().unwrap_or(target);
+        name.strip_suffix(".md").unwrap_or(name).to_lowercase()
+    };
+    let mut body = String::with_capacity(found.body.len());
+    let mut copied = 0;
+    for link in tc_vault::links::find_links(&found.body) {
+        let Some(m) = moved
+            .iter()
+            .find(|m| key(&link.target) == key(m.to.as_str()) && !link.embed)
+        else {
+            continue;
+        };
+        body.push_str(&found.body[copied..link.range.start]);
+        body.push_str(&crate::names::wikilink(m.from.as_str()));
+        copied = link.range.end;
+    }
+    body.push_str(&found.body[copied..]);
+    render::Section {
+        body,
+        ..found.clone()
+    }
+}
+
 /// The plan of `entity`'s note as the store holds it now (`None` when not materialized);
 /// `placed` when its path was chosen by this change (so a note there is not its own yet).
 pub(crate) fn plan_note(
     cx: &ToolCx<'_>,
     conn: &Connection,
     entity: &Entity,
-    placed: bool,
+    (placed, moved): (bool, &[Moved]),
 ) -> Result<Option<NotePlan>, ToolError> {
     if !entity.materialized {
         return Ok(None);
@@ -172,19 +261,24 @@ pub(crate) fn plan_note(
     };
     let path = VaultPath::parse_note(path)?;
     let current = cx.vault().read_if_exists(&path)?;
+    // Every path of this change is in the store already (see transact), so the links
+    // of the section point at each note, this one included.
+    let (outgoing, incoming) = store::links_of(conn, entity.id).map_err(db_error)?;
+    let section = render::section(entity, &outgoing, &incoming);
     if let (Some(content), false) = (&current, placed) {
         let found = render::found_section(&content.text());
-        let intact = found.is_some_and(|section| {
-            Some(render::owned_hash(&section)).as_deref() == entity.owned_hash.as_deref()
+        // As the store last wrote it, but for the links a move of a neighbour's note
+        // rewrote (the store's own edit, not a person's).
+        let intact = found.is_some_and(|found| {
+            let stored = entity.owned_hash.as_deref();
+            Some(render::owned_hash(&found)).as_deref() == stored
+                || (!moved.is_empty()
+                    && Some(render::owned_hash(&before_moves(&found, moved))).as_deref() == stored)
         });
         if !intact {
             return Err(edited_by_hand(&path));
         }
     }
-    // Every path of this change is in the store already (see transact), so the links
-    // of the section point at each note, this one included.
-    let (outgoing, incoming) = store::links_of(conn, entity.id).map_err(db_error)?;
-    let section = render::section(entity, &outgoing, &incoming);
     let text = current.as_ref().map(|c| c.text().into_owned());
     let new = render::compose(text.as_deref(), &section)
         .map_err(|e| ToolError::from(e.at(&path)))?
@@ -268,9 +362,48 @@ pub(crate) fn transact<T>(
         }
         entities.push(entity);
     }
+    // A note renamed or moved since the store wrote it is followed to its new path, for the
+    // entities rendered and for every neighbour their sections link to; the neighbours of a
+    // note followed are rendered again, their links to it being out of date.
+    let mut moved: Vec<Moved> = Vec::new();
+    let mut moved_ids: Vec<i64> = Vec::new();
+    let mut looked_at = BTreeSet::new();
+    for entity in &mut entities {
+        if !placed.contains(&entity.id)
+            && looked_at.insert(entity.id)
+            && let Some(m) = relocate(cx, &tx, &folder, entity)?
+        {
+            moved.push(m);
+            moved_ids.push(entity.id);
+        }
+    }
+    let rendered: Vec<i64> = entities.iter().map(|e| e.id).collect();
+    for id in rendered {
+        let (outgoing, incoming) = store::links_of(&tx, id).map_err(db_error)?;
+        for other in outgoing.iter().chain(&incoming).map(|l| l.other.id) {
+            if looked_at.insert(other)
+                && let Some(mut neighbour) =
+                    store::get(&tx, cx.vault().id(), other).map_err(db_error)?
+                && let Some(m) = relocate(cx, &tx, &folder, &mut neighbour)?
+            {
+                moved.push(m);
+                moved_ids.push(other);
+            }
+        }
+    }
+    for id in moved_ids {
+        let (outgoing, incoming) = store::links_of(&tx, id).map_err(db_error)?;
+        for other in outgoing.iter().chain(&incoming).map(|l| l.other.id) {
+            if seen.insert(other)
+                && let Some(entity) = store::get(&tx, cx.vault().id(), other).map_err(db_error)?
+            {
+                entities.push(entity);
+            }
+        }
+    }
     let mut plans = Vec::new();
     for entity in &entities {
-        if let Some(plan) = plan_note(cx, &tx, entity, placed.contains(&entity.id))? {
+        if let Some(plan) = plan_note(cx, &tx, entity, (placed.contains(&entity.id), &moved))? {
             // Recorded now, so the notes planned after it link to its path.
             store::set_note(&tx, plan.entity, plan.path.as_str(), &plan.owned_hash)
                 .map_err(db_error)?;

@@ -253,3 +253,78 @@ async fn the_memory_folder_is_set_per_vault_and_checked_at_start_up() {
     };
     assert!(message.contains("vaults[main].memory.folder"), "{message}");
 }
+
+// r[verify memory.note.followed]
+// r[verify memory.edits.store-rendered]
+/// A person (or an agent, for free) renames an entity's note within its folder: the move
+/// rewrites the neighbour's link inside the store's section, and both entities keep being
+/// updated, the renamed note keeping its entity, no note written at the old path again.
+#[tokio::test]
+async fn a_renamed_entity_note_keeps_its_entity_and_its_neighbours_stay_writable() {
+    let h = Harness::new();
+    let client = connect(h.core.clone(), modern(Reply::Approve)).await;
+    let ada = build(&client).await;
+    let bob_note = h.vault.join("memory/person/Bob.md");
+    assert!(
+        std::fs::read_to_string(&bob_note)
+            .unwrap()
+            .contains("Ada Lovelace")
+    );
+    let moved = ok(
+        &client,
+        "move_note",
+        json!({"from": ADA, "to": "memory/person/Ada, Countess.md"}),
+    )
+    .await;
+    assert_eq!(moved["to"], "memory/person/Ada, Countess.md", "{moved}");
+    let bob_text = std::fs::read_to_string(&bob_note).unwrap();
+    assert!(
+        bob_text.contains("[[Ada, Countess"),
+        "the move rewrote Bob's link: {bob_text}"
+    );
+    // Bob's section holds the rewritten link: still the store's to re-render.
+    ok(
+        &client,
+        "upsert_entity",
+        json!({"type": "person", "name": "Bob", "observations": ["met Ada"]}),
+    )
+    .await;
+    // Ada's note is followed to its new name.
+    let updated = ok(
+        &client,
+        "upsert_entity",
+        json!({"type": "person", "name": "Ada Lovelace", "observations": ["wrote the first program"]}),
+    )
+    .await;
+    assert_eq!(updated["entity"]["id"], ada);
+    assert!(
+        !h.vault.join(ADA).exists(),
+        "no second note at the old path"
+    );
+    let renamed = std::fs::read_to_string(h.vault.join("memory/person/Ada, Countess.md")).unwrap();
+    assert!(renamed.contains("wrote the first program"), "{renamed}");
+    assert!(
+        renamed.contains(&format!("memory_id: {ada}")) || renamed.contains(&ada),
+        "{renamed}"
+    );
+    let got = ok(&client, "get_entity", json!({"entity_id": ada})).await;
+    assert_eq!(
+        got["entity"]["note_path"], "memory/person/Ada, Countess.md",
+        "{got}"
+    );
+    // A person's edit inside Bob's section is still theirs: refused, not overwritten.
+    let bob_text = std::fs::read_to_string(&bob_note).unwrap();
+    std::fs::write(&bob_note, bob_text.replace("- met Ada", "- met Ada, twice")).unwrap();
+    let refused = failure(
+        &call(
+            &client,
+            "upsert_entity",
+            json!({"type": "person", "name": "Bob", "observations": ["likes tea"]}),
+        )
+        .await,
+    );
+    assert_eq!(
+        refused["details"]["reason"], "edited_inside_memory_section",
+        "{refused}"
+    );
+}
