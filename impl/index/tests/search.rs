@@ -277,3 +277,50 @@ fn a_page_stays_under_the_cap() {
         .unwrap();
     assert!(!hits(&rest).is_empty());
 }
+
+// r[verify search.hit-vanished]
+// r[verify index.fresh.newest-wins]
+/// A second index on the same cache.db (as a second server would have) re-indexes notes
+/// while this one searches them: every search answers, none with internal_error, and once
+/// the writer stops the last text is found.
+#[test]
+fn searching_while_another_server_reindexes_never_fails() {
+    let fx = Fx::new();
+    for n in 0..20 {
+        fx.put(
+            &format!("n{n}.md"),
+            &format!("# Note {n}\nokapi words {n}\n"),
+        );
+    }
+    indexed(&fx);
+    let other = tc_index::open_indexes(
+        &fx.cache(),
+        [("main", fx.root.as_path())],
+        &tc_index::SearchConfig::default(),
+    )
+    .unwrap()
+    .remove(0);
+    other.first_build_unwatched();
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            let mut round = 0;
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                round += 1;
+                for n in 0..20 {
+                    let text = format!("# Note {n}\nokapi words {n} round {round}\n");
+                    std::fs::write(fx.root.join(format!("n{n}.md")), text).unwrap();
+                }
+                other.reconcile().unwrap();
+            }
+        });
+        for _ in 0..150 {
+            let out = fx.call("search_notes", json!({"query": "okapi", "limit": 20}));
+            assert!(out.is_ok(), "{out:?}");
+        }
+        stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    });
+    fx.put("n0.md", "# Note 0\nthe last word is zebra\n");
+    let out = fx.call("search_notes", json!({"query": "zebra"})).unwrap();
+    assert_eq!(out["results"].as_array().unwrap().len(), 1, "{out}");
+}

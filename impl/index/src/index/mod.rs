@@ -84,6 +84,9 @@ pub(crate) struct Live {
     /// reconciliation: the watcher watches a new folder only after reporting it, so a file
     /// written into it meanwhile has no event of its own.
     recent_dirs: Vec<(String, Instant)>,
+    /// Files read while another process changed them (`index.fresh.newest-wins`): not
+    /// written, and read again by the next flagged reconciliation.
+    reread: HashSet<VaultPath>,
     resolver: Arc<LinkResolver>,
     /// The files by name key (what a link to that name can resolve to).
     by_key: HashMap<String, std::collections::BTreeSet<VaultPath>>,
@@ -478,6 +481,7 @@ impl VaultIndex {
             .retain(|(_, at)| now.duration_since(*at) < Duration::from_nanos(RACY_NS as u64));
         flagged.extend(live.recent_dirs.iter().map(|(rel, _)| rel.clone()));
         flagged.extend(live.links.iter().map(|p| p.as_str().to_owned()));
+        flagged.extend(live.reread.drain().map(|p| p.as_str().to_owned()));
         if flagged.is_empty() {
             return Ok(Reconciled::default());
         }

@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering;
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use tc_vault::path::VaultPath;
 
-use super::scan::{Seen, Stamp};
+use super::scan::{Seen, Stamp, stamp_of};
 use super::{IndexError, Live, RACY_NS, Reconciled, VaultIndex, wall_ns};
 use crate::parse::{NoteFacts, analyze, name_key};
 
@@ -113,6 +113,7 @@ impl VaultIndex {
         removed: &[VaultPath],
     ) -> Result<(), IndexError> {
         let vault = self.vault_id.as_str();
+        let mut stale: std::collections::HashSet<VaultPath> = std::collections::HashSet::new();
         let chunks_changed = {
             let mut conn = self.db.lock();
             unsynced(&mut conn, |conn| {
@@ -129,6 +130,15 @@ impl VaultIndex {
                 }
                 let mut chunks_changed = !removed.is_empty();
                 for note in changed {
+                    // r[impl index.fresh.newest-wins]
+                    // Under the write lock every process of cache.db takes: a file that
+                    // changed since it was read here may already be indexed, newer, by
+                    // another server; what was read here is not written over it, and the
+                    // path stays unindexed here so the next call reads it again.
+                    if self.on_disk(note) != Some(note.stamp) {
+                        stale.insert(note.path.clone());
+                        continue;
+                    }
                     chunks_changed |= store(&tx, vault, note)?;
                 }
                 if chunks_changed {
@@ -149,6 +159,7 @@ impl VaultIndex {
             links,
             resolver,
             by_key,
+            reread,
             ..
         } = live;
         let resolver = Arc::make_mut(resolver);
@@ -166,6 +177,11 @@ impl VaultIndex {
             }
         }
         for note in changed {
+            if stale.contains(&note.path) {
+                stamps.remove(&note.path);
+                reread.insert(note.path.clone());
+                continue;
+            }
             if !stamps.contains_key(&note.path) {
                 resolver.insert(note.path.clone());
                 by_key
@@ -186,6 +202,20 @@ impl VaultIndex {
             }
         }
         Ok(())
+    }
+}
+
+impl VaultIndex {
+    /// The stamp of the file `note` was read from, as it is now (its link's target's for a
+    /// link); `None` when it is gone.
+    fn on_disk(&self, note: &Changed) -> Option<Stamp> {
+        let meta = if note.link {
+            let target = self.root.resolve_for_read(&note.path).ok()?;
+            std::fs::metadata(target)
+        } else {
+            std::fs::symlink_metadata(self.root.join(&note.path))
+        };
+        meta.ok().map(|meta| stamp_of(&meta, note.stamp.is_note))
     }
 }
 
@@ -331,6 +361,119 @@ fn store(conn: &Connection, vault: &str, note: &Changed) -> rusqlite::Result<boo
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::index::scan::{Looked, look_at};
+
+    // r[verify index.fresh.newest-wins]
+    /// Two servers on one cache.db: one reads a note, the other appends to it and indexes
+    /// the newer text, then the first writes what it read. The newer rows stay, and the first
+    /// reads the note again on its next call, so neither misses the appended word.
+    #[test]
+    fn a_note_read_before_another_server_indexed_it_newer_is_not_written_over_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (vault, cache) = (tmp.path().join("v"), tmp.path().join("c"));
+        std::fs::create_dir_all(&vault).unwrap();
+        std::fs::create_dir_all(&cache).unwrap();
+        std::fs::write(vault.join("note.md"), "# Note\nfirst words\n").unwrap();
+        let config = crate::SearchConfig::default();
+        let open = || {
+            crate::open_indexes(&cache, [("v", vault.as_path())], &config)
+                .unwrap()
+                .remove(0)
+        };
+        let (a, b) = (open(), open());
+        a.first_build_unwatched();
+        b.first_build_unwatched();
+        let Looked::File(seen) = look_at(b.root(), "note.md") else {
+            panic!("the note is listed");
+        };
+        let read = b.analyze_batch(&[seen]).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let newer = "# Note\nfirst words\nthen the okapi came\n";
+        std::fs::write(vault.join("note.md"), newer).unwrap();
+        a.reconcile().unwrap();
+        let held = |index: &VaultIndex| -> Option<String> {
+            index
+                .conn()
+                .query_row(
+                    "SELECT hash FROM index_files WHERE vault = 'v' AND path = 'note.md'",
+                    [],
+                    |row| row.get(0),
+                )
+                .unwrap()
+        };
+        let newest = held(&a);
+        assert_eq!(newest, Some(tc_vault::content_hash(newer.as_bytes())));
+        {
+            let mut live = b.lock_live();
+            b.write_batch(&mut live, &read, &[]).unwrap();
+            assert!(
+                live.reread.contains(&VaultPath::parse("note.md").unwrap()),
+                "read again on the next call"
+            );
+        }
+        assert_eq!(
+            held(&b),
+            newest,
+            "the older text was not written over the newer"
+        );
+        let words: i64 = b
+            .conn()
+            .query_row(
+                "SELECT count(*) FROM index_fts WHERE index_fts MATCH 'okapi'",
+                [],
+                |row| row.get(0),
+            )
+            .unwrap();
+        assert_eq!(words, 1);
+    }
+
+    // r[verify index.fresh.newest-wins]
+    /// The link plans of `move_note` and `rewrite_link` read the backlinks after a
+    /// reconciliation: a link another server indexed is still there when a third party
+    /// (here the first server, with what it read before) would have written older rows.
+    #[test]
+    fn a_link_another_server_indexed_stays_in_the_backlinks_a_move_plans_with() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (vault, cache) = (tmp.path().join("v"), tmp.path().join("c"));
+        std::fs::create_dir_all(&vault).unwrap();
+        std::fs::create_dir_all(&cache).unwrap();
+        std::fs::write(vault.join("Plan.md"), "# Plan\n").unwrap();
+        std::fs::write(vault.join("note.md"), "# Note\nno link yet\n").unwrap();
+        let config = crate::SearchConfig::default();
+        let open = || {
+            crate::open_indexes(&cache, [("v", vault.as_path())], &config)
+                .unwrap()
+                .remove(0)
+        };
+        let (a, b) = (open(), open());
+        a.first_build_unwatched();
+        b.first_build_unwatched();
+        let Looked::File(seen) = look_at(b.root(), "note.md") else {
+            panic!("the note is listed");
+        };
+        let read = b.analyze_batch(&[seen]).unwrap();
+        std::fs::write(vault.join("note.md"), "# Note\nsee [[Plan]]\n").unwrap();
+        // Older than the racy window, so neither server reads the note again on its own.
+        let past = std::time::SystemTime::now() - std::time::Duration::from_secs(10);
+        std::fs::File::options()
+            .write(true)
+            .open(vault.join("note.md"))
+            .and_then(|file| file.set_modified(past))
+            .unwrap();
+        a.refresh().unwrap();
+        b.write_batch(&mut b.lock_live(), &read, &[]).unwrap();
+        let plan = VaultPath::parse("Plan.md").unwrap();
+        for index in [&a, &b] {
+            index.refresh().unwrap();
+            let sources: Vec<String> = crate::meta::links::backlinks(index, &plan)
+                .unwrap()
+                .rows
+                .iter()
+                .map(|row| row.src.as_str().to_owned())
+                .collect();
+            assert_eq!(sources, ["note.md"]);
+        }
+    }
 
     #[test]
     fn unsynced_restores_full_sync_whatever_the_work_did() {

@@ -417,12 +417,22 @@ impl Tool for SearchNotes {
         let mut results = Vec::with_capacity(limit);
         let mut spent = 0usize;
         let mut cut = false;
+        // Ranked entries the page went past (a vanished hit among them), where the next
+        // page starts.
+        let mut consumed = 0usize;
         for ranked in found.iter_mut().take(limit) {
             if ranked.chunk == NO_CHUNK {
                 ranked.chunk = filters::first_chunk(index, &ranked.path).map_err(failed)?;
             }
-            let mut hit = hit_of(index, fts.as_deref(), ranked)
-                .map_err(|_| ToolError::internal("reading a hit"))?;
+            // r[impl search.hit-vanished]
+            // Another server on the same cache.db may have re-indexed the note between the
+            // ranking and this read, replacing its chunks: the hit is gone, not an error.
+            let Some(mut hit) = hit_of(index, fts.as_deref(), ranked)
+                .map_err(|_| ToolError::internal("reading a hit"))?
+            else {
+                consumed += 1;
+                continue;
+            };
             if let Some(re) = &plan.regex {
                 hit.snippet = pattern::chunk_snippet(index, re, ranked.chunk).map_err(failed)?;
             }
@@ -434,10 +444,11 @@ impl Tool for SearchNotes {
                 break;
             }
             spent += cost;
+            consumed += 1;
             results.push(hit);
         }
         let next_cursor = if more || cut {
-            let position = (skip + results.len()).to_string();
+            let position = (skip + consumed).to_string();
             Some(
                 cx.paging
                     .codec

@@ -181,42 +181,62 @@ pub(crate) fn hit_of(
     index: &VaultIndex,
     fts: Option<&str>,
     ranked: &Ranked,
-) -> rusqlite::Result<SearchHit> {
+) -> rusqlite::Result<Option<SearchHit>> {
     let conn = index.conn();
+    // r[impl search.hit-vanished]
+    // The snippet and the tags are read in one snapshot; the chunk is read only while it is
+    // still the ranked note's (another server may have replaced the note's chunks since the
+    // ranking, and a freed chunk id is given to the next chunk written, of any note).
+    let snapshot = conn.unchecked_transaction()?;
     let fts = fts.filter(|_| ranked.text_match);
     let (snippet, heading): (String, String) = match fts {
-        Some(fts) => conn
-            .prepare_cached(
-                "SELECT snippet(index_fts, -1, '**', '**', '…', 24), heading
-                 FROM index_fts WHERE index_fts MATCH ?1 AND rowid = ?2",
-            )?
-            .query_row(rusqlite::params![fts, ranked.chunk], |row| {
-                Ok((row.get(0)?, row.get(1)?))
-            })?,
+        Some(fts) => {
+            let read = snapshot
+                .prepare_cached(
+                    "SELECT snippet(index_fts, -1, '**', '**', '…', 24), heading
+                     FROM index_fts WHERE index_fts MATCH ?1 AND rowid = ?2
+                     AND rowid IN (SELECT id FROM index_chunks WHERE vault = ?3 AND path = ?4)",
+                )?
+                .query_row(
+                    rusqlite::params![fts, ranked.chunk, index.vault_id(), ranked.path],
+                    |row| Ok((row.get(0)?, row.get(1)?)),
+                )
+                .optional()?;
+            match read {
+                Some(read) => read,
+                None => return Ok(None),
+            }
+        }
         // A chunk found by its vector alone, or a note listed by the filters alone: its
         // opening words (none for a note without text).
-        None => conn
-            .prepare_cached("SELECT body, heading FROM index_fts WHERE rowid = ?1")?
-            .query_row([ranked.chunk], |row| {
-                Ok((opening(&row.get::<_, String>(0)?), row.get(1)?))
-            })
+        None => snapshot
+            .prepare_cached(
+                "SELECT body, heading FROM index_fts WHERE rowid = ?1
+                 AND rowid IN (SELECT id FROM index_chunks WHERE vault = ?2 AND path = ?3)",
+            )?
+            .query_row(
+                rusqlite::params![ranked.chunk, index.vault_id(), ranked.path],
+                |row| Ok((opening(&row.get::<_, String>(0)?), row.get(1)?)),
+            )
             .optional()?
             .unwrap_or_default(),
     };
     let mut stmt =
-        conn.prepare_cached("SELECT tag FROM index_tags WHERE vault = ?1 AND path = ?2")?;
+        snapshot.prepare_cached("SELECT tag FROM index_tags WHERE vault = ?1 AND path = ?2")?;
     let tags = stmt
         .query_map(rusqlite::params![index.vault_id(), ranked.path], |row| {
             row.get::<_, String>(0)
         })?
         .collect::<rusqlite::Result<Vec<_>>>()?;
-    Ok(SearchHit {
+    drop(stmt);
+    snapshot.finish()?;
+    Ok(Some(SearchHit {
         path: ranked.path.clone(),
         heading: heading.chars().take(HEADING_CHARS).collect(),
         snippet,
         score: ranked.score,
         tags,
-    })
+    }))
 }
 
 /// The first 24 words of a chunk, as long as a text snippet.
@@ -228,4 +248,40 @@ pub(crate) fn opening(body: &str) -> String {
         out.push('…');
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // r[verify search.hit-vanished]
+    /// Two servers on one cache.db: this one ranks a chunk, the other re-indexes the note
+    /// (its chunks replaced) before this one reads the hit. The hit is gone, not a failure.
+    #[test]
+    fn a_hit_whose_chunk_another_server_replaced_is_skipped() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (vault, cache) = (tmp.path().join("v"), tmp.path().join("c"));
+        std::fs::create_dir_all(&vault).unwrap();
+        std::fs::create_dir_all(&cache).unwrap();
+        std::fs::write(vault.join("note.md"), "# Note\nthe okapi came\n").unwrap();
+        let config = crate::SearchConfig::default();
+        let open = || {
+            crate::open_indexes(&cache, [("v", vault.as_path())], &config)
+                .unwrap()
+                .remove(0)
+        };
+        let (a, b) = (open(), open());
+        a.first_build_unwatched();
+        b.first_build_unwatched();
+        let fts = crate::search::fts_query("okapi").unwrap();
+        let found = ranked(&a, &fts, &FolderPath::root(), None, |_| true, 0, 10).unwrap();
+        assert_eq!(found.len(), 1);
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        std::fs::write(vault.join("note.md"), "# Note\nthe zebra came instead\n").unwrap();
+        b.reconcile().unwrap();
+        let hit = hit_of(&a, Some(&fts), &found[0]).unwrap();
+        assert!(hit.is_none(), "{hit:?}");
+        let again = ranked(&a, &fts, &FolderPath::root(), None, |_| true, 0, 10).unwrap();
+        assert!(again.is_empty());
+    }
 }
