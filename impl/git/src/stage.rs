@@ -1,5 +1,5 @@
 //! `git_stage` (spec/git.md `git.stage`, `git.stage.acl`, `git.stage.paths`,
-//! `git.stage.locked`, `git.paths.hidden`, `git.no-repo`).
+//! `git.stage.git-locked`, `git.paths.hidden`, `git.no-repo`).
 //!
 //! Each path is judged as every tool judges a path (`..`, absolute paths, hidden folders
 //! and links leading out of the vault are `path_invalid`) and declared for the folder ACL
