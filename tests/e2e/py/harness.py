@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx2
 import mcp_types as types
 from mcp import Client
@@ -280,3 +281,19 @@ def run_elicit(v: Vault, err: dict[str, Any]) -> subprocess.CompletedProcess[str
     assert "--cache-dir" in argv, f"the command does not carry --cache-dir: {argv}"
     # The command exactly as printed, its program included.
     return subprocess.run(argv, capture_output=True, text=True, timeout=15.0, stdin=subprocess.DEVNULL)
+
+
+def run_bounded(body: Callable[[], Any]) -> None:
+    """Runs the async test `body` to its end, failing it after TEST_TIMEOUT seconds."""
+
+    async def bounded() -> None:
+        with anyio.fail_after(TEST_TIMEOUT):
+            await body()
+
+    anyio.run(bounded)
+
+
+async def call_bounded(c: Connected, name: str, args: dict[str, Any]) -> Any:
+    """One tools/call, failing after CALL_TIMEOUT (and a little) seconds."""
+    with anyio.fail_after(CALL_TIMEOUT + 2):
+        return await c.client.call_tool(name, args)

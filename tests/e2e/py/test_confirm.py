@@ -14,6 +14,8 @@ import mcp_types as types
 import pytest
 
 from harness import (
+    call_bounded,
+    run_bounded,
     ANSWERS,
     CALL_TIMEOUT,
     DELETE,
@@ -54,17 +56,8 @@ async def opened(transport: str, era: str, shim: bool, answer: Any) -> AsyncIter
                 yield v, c
 
 
-def run(body: Any) -> None:
-    async def bounded() -> None:
-        with anyio.fail_after(TEST_TIMEOUT):
-            await body()
-
-    anyio.run(bounded)
-
-
-async def call(c: Connected, name: str, args: dict[str, Any]) -> Any:
-    with anyio.fail_after(CALL_TIMEOUT + 2):
-        return await c.client.call_tool(name, args)
+run = run_bounded
+call = call_bounded
 
 
 def assert_prompt_shape(prompt: Any, where: str) -> None:

@@ -10,24 +10,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import anyio
-
-from harness import CALL_TIMEOUT, MODERN, TEST_TIMEOUT, Connected, connect, failure, make_vault, run_elicit, success
+from harness import MODERN, call_bounded, connect, failure, make_vault, run_bounded, run_elicit, success
 
 TEMPLATE = "---\ncreated: {{date:YYYY-MM-DD}} # as the template wrote it\n---\n# {{title}}\n\n## Log\n\n## Tasks\n"
 
-
-def run(body: Any) -> None:
-    async def bounded() -> None:
-        with anyio.fail_after(TEST_TIMEOUT):
-            await body()
-
-    anyio.run(bounded)
-
-
-async def call(c: Connected, name: str, args: dict[str, Any]) -> Any:
-    with anyio.fail_after(CALL_TIMEOUT + 2):
-        return await c.client.call_tool(name, args)
+run = run_bounded
+call = call_bounded
 
 
 def test_a_journal_day_through_the_real_client() -> None:

@@ -12,6 +12,8 @@ from typing import Any
 import anyio
 
 from harness import (
+    call_bounded,
+    run_bounded,
     ANSWERS,
     CALL_TIMEOUT,
     MODERN,
@@ -25,15 +27,7 @@ from harness import (
     success,
 )
 
-
-def run(body: Any) -> None:
-    async def bounded() -> None:
-        with anyio.fail_after(TEST_TIMEOUT):
-            await body()
-
-    anyio.run(bounded)
-
-
+run = run_bounded
 def lean_config(v: Vault) -> None:
     v.config = v.dir / "obsidian-tc.toml"
     v.config.write_text(
@@ -51,11 +45,7 @@ def lean_config(v: Vault) -> None:
             ]
         )
     )
-
-
-async def call(c: Connected, name: str, args: dict[str, Any]) -> Any:
-    with anyio.fail_after(CALL_TIMEOUT + 2):
-        return await c.client.call_tool(name, args)
+call = call_bounded
 
 
 def test_lean_mode_lists_three_tools_and_a_printed_token_approves_through_call_capability() -> None:

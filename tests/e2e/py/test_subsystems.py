@@ -12,6 +12,8 @@ from typing import Any
 import anyio
 
 from harness import (
+    call_bounded,
+    run_bounded,
     ANSWERS,
     CALL_TIMEOUT,
     MODERN,
@@ -25,17 +27,8 @@ from harness import (
 )
 
 
-def run(body: Any) -> None:
-    async def bounded() -> None:
-        with anyio.fail_after(TEST_TIMEOUT):
-            await body()
-
-    anyio.run(bounded)
-
-
-async def call(c: Connected, name: str, args: dict[str, Any]) -> Any:
-    with anyio.fail_after(CALL_TIMEOUT + 2):
-        return await c.client.call_tool(name, args)
+run = run_bounded
+call = call_bounded
 
 
 def test_delete_entity_is_approved_by_the_printed_command_and_refuses_a_stale_one() -> None:
