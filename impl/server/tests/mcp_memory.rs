@@ -304,8 +304,8 @@ async fn a_renamed_entity_note_keeps_its_entity_and_its_neighbours_stay_writable
     let renamed = std::fs::read_to_string(h.vault.join("memory/person/Ada, Countess.md")).unwrap();
     assert!(renamed.contains("wrote the first program"), "{renamed}");
     assert!(
-        renamed.contains(&format!("memory_id: {ada}")) || renamed.contains(&ada),
-        "{renamed}"
+        renamed.contains(&format!("\nmemory_id: {ada}\n")),
+        "the renamed note keeps its memory_id: {renamed}"
     );
     let got = ok(&client, "get_entity", json!({"entity_id": ada})).await;
     assert_eq!(
