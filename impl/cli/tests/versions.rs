@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 use tc_gate::clock::{OsEntropy, SystemClock};
-use tc_vault::{Precondition, Vault, VaultPath, snapshot_dir_for};
+use tc_vault::{Precondition, SnapshotInfo, Vault, VaultPath, snapshot_dir_for};
 
 fn obsidian_tc(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_obsidian-tc"))
@@ -31,25 +31,34 @@ fn vault(dir: &Path, cache: &Path) -> Vault {
     .unwrap()
 }
 
+/// A vault `notes` whose `plan.md` held `before` and was overwritten with `after` by a
+/// confirmed write, which kept `before` as a version: the folder and that version.
+fn replaced(before: &str, after: &str) -> (tempfile::TempDir, SnapshotInfo) {
+    let tmp = tempfile::tempdir().unwrap();
+    let (dir, cache) = (tmp.path().join("notes"), tmp.path().join("cache"));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::create_dir_all(&cache).unwrap();
+    std::fs::write(dir.join("plan.md"), before).unwrap();
+    let v = vault(&dir, &cache);
+    let note = VaultPath::parse("plan.md").unwrap();
+    let current = v.read(&note).unwrap();
+    let kept = v
+        .write_keeping(&note, after.as_bytes(), &Precondition::HashIs(current.hash))
+        .unwrap()
+        .kept
+        .unwrap();
+    (tmp, kept)
+}
+
 // r[verify versions.cli.list]
 // r[verify versions.cli.restore]
 #[test]
 fn a_person_lists_shows_and_restores_a_kept_version() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("notes");
-    let cache = tmp.path().join("cache");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::create_dir_all(&cache).unwrap();
-    let note = VaultPath::parse("plan.md").unwrap();
-    std::fs::write(dir.join("plan.md"), "# Plan\nthe words I wrote\n").unwrap();
-    let v = vault(&dir, &cache);
-    let current = v.read(&note).unwrap();
-    v.write_keeping(
-        &note,
-        b"# Plan\nwhat an agent wrote over it\n",
-        &Precondition::HashIs(current.hash),
-    )
-    .unwrap();
+    let (tmp, _) = replaced(
+        "# Plan\nthe words I wrote\n",
+        "# Plan\nwhat an agent wrote over it\n",
+    );
+    let (dir, cache) = (tmp.path().join("notes"), tmp.path().join("cache"));
     let (d, c) = (dir.to_str().unwrap(), cache.to_str().unwrap());
 
     let listed = obsidian_tc(&["snapshots", d, "--cache-dir", c, "--json"]);
@@ -115,24 +124,8 @@ fn a_person_lists_shows_and_restores_a_kept_version() {
 /// On a terminal the restore shows the diff and asks; anything but y/yes changes nothing.
 #[test]
 fn on_a_terminal_restore_shows_the_change_and_asks() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("notes");
-    let cache = tmp.path().join("cache");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::create_dir_all(&cache).unwrap();
-    let note = VaultPath::parse("plan.md").unwrap();
-    std::fs::write(dir.join("plan.md"), "# Plan\nmine\n").unwrap();
-    let v = vault(&dir, &cache);
-    let current = v.read(&note).unwrap();
-    let kept = v
-        .write_keeping(
-            &note,
-            b"# Plan\ntheirs\n",
-            &Precondition::HashIs(current.hash),
-        )
-        .unwrap()
-        .kept
-        .unwrap();
+    let (tmp, kept) = replaced("# Plan\nmine\n", "# Plan\ntheirs\n");
+    let (dir, cache) = (tmp.path().join("notes"), tmp.path().join("cache"));
     let restore = || {
         let mut command = Command::new(env!("CARGO_BIN_EXE_obsidian-tc"));
         command
