@@ -24,7 +24,7 @@ pub use refusals::shell_word;
 pub mod registry;
 pub mod schema;
 pub mod summary;
-#[cfg(feature = "testing")]
+#[cfg(any(test, feature = "testing"))]
 pub mod testing;
 pub mod tool;
 

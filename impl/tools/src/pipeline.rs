@@ -681,3 +681,6 @@ impl Pipeline {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;
