@@ -173,4 +173,18 @@ pub const MIGRATIONS: &[&str] = &[
      INSERT OR IGNORE INTO index_tag_notes (vault, path, tag)
      SELECT vault, path, CASE at WHEN 0 THEN tag ELSE substr(tag, 1, at - 1) END
      FROM cut WHERE true;",
+    // Task lines by tag and by status (spec/index.md `index.task-filters`): each task line's
+    // tags with their ancestors, and the lines by status in listing order, so a page filtered
+    // by either is one range of an index in `(path, line)` order rather than a scan of every
+    // task line. Every note is read again to fill the tags.
+    "CREATE TABLE index_task_tags (
+         vault TEXT NOT NULL,
+         tag   TEXT NOT NULL,
+         path  TEXT NOT NULL,
+         line  INTEGER NOT NULL,
+         PRIMARY KEY (vault, tag, path, line)
+     ) STRICT, WITHOUT ROWID;
+     CREATE INDEX index_task_tags_by_path ON index_task_tags (vault, path);
+     CREATE INDEX index_tasks_by_status ON index_tasks (vault, status, path, line, due);
+     UPDATE index_files SET mtime_ns = -1, hash = NULL;",
 ];

@@ -120,6 +120,9 @@ pub(crate) fn store(
              scheduled, start, created, done, cancelled, priority, recurrence, tags)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
     )?;
+    let mut by_tag = conn.prepare_cached(
+        "INSERT OR IGNORE INTO index_task_tags (vault, tag, path, line) VALUES (?1, ?2, ?3, ?4)",
+    )?;
     for t in facts {
         let tags = if t.tags.is_empty() {
             String::new()
@@ -143,6 +146,15 @@ pub(crate) fn store(
             t.recurrence,
             tags,
         ])?;
+        // r[impl index.task-filters]
+        // Each tag with its ancestors (`a/b/c` also as `a` and `a/b`), once per line: a tag
+        // filter asks for one tag and finds its nested tags under it.
+        for tag in &t.tags {
+            for (at, _) in tag.match_indices('/') {
+                by_tag.execute(params![vault, &tag[..at], path, t.line as i64])?;
+            }
+            by_tag.execute(params![vault, tag, path, t.line as i64])?;
+        }
     }
     Ok(())
 }
@@ -150,6 +162,8 @@ pub(crate) fn store(
 /// Drops a note's task lines.
 pub(crate) fn forget(conn: &Connection, vault: &str, path: &str) -> rusqlite::Result<()> {
     conn.prepare_cached("DELETE FROM index_tasks WHERE vault = ?1 AND path = ?2")?
+        .execute(params![vault, path])?;
+    conn.prepare_cached("DELETE FROM index_task_tags WHERE vault = ?1 AND path = ?2")?
         .execute(params![vault, path])?;
     Ok(())
 }
@@ -208,24 +222,54 @@ pub fn tasks(
     } else {
         Some(format!("{prefix}\u{10FFFF}"))
     };
-    let conn = index.conn();
-    let mut query = conn
-        .prepare_cached(
+    // r[impl index.task-filters]
+    // The most selective filter given picks the index walked, each in (path, line) order, so
+    // the page is read from where it starts: a tag's lines, a status's lines, or every line.
+    let sql = match (&filter.tag, &filter.status) {
+        (Some(_), _) => {
+            "SELECT t.path, t.line, t.status, t.marker, t.text, t.due, t.scheduled, t.start,
+                    t.done, t.cancelled, t.priority, t.recurrence, t.tags
+             FROM index_task_tags AS g
+             JOIN index_tasks AS t ON t.vault = g.vault AND t.path = g.path AND t.line = g.line
+             WHERE g.vault = ?1 AND g.tag = ?9
+               AND (g.path > ?2 OR (g.path = ?2 AND g.line > ?3))
+               AND g.path >= ?4 AND (?5 IS NULL OR g.path < ?5)
+               AND (?6 IS NULL OR t.status = ?6)
+               AND (?7 IS NULL OR t.due <= ?7)
+               AND (?8 IS NULL OR t.due >= ?8)
+             ORDER BY g.path, g.line
+             LIMIT ?10"
+        }
+        (None, Some(_)) => {
+            "SELECT path, line, status, marker, text, due, scheduled, start, done, cancelled,
+                    priority, recurrence, tags
+             FROM index_tasks INDEXED BY index_tasks_by_status
+             WHERE vault = ?1 AND status = ?6
+               AND (path > ?2 OR (path = ?2 AND line > ?3))
+               AND path >= ?4 AND (?5 IS NULL OR path < ?5)
+               AND (?7 IS NULL OR due <= ?7)
+               AND (?8 IS NULL OR due >= ?8)
+               AND ?9 IS NULL
+             ORDER BY path, line
+             LIMIT ?10"
+        }
+        (None, None) => {
             "SELECT path, line, status, marker, text, due, scheduled, start, done, cancelled,
                     priority, recurrence, tags
              FROM index_tasks
              WHERE vault = ?1
                AND (path > ?2 OR (path = ?2 AND line > ?3))
                AND path >= ?4 AND (?5 IS NULL OR path < ?5)
-               AND (?6 IS NULL OR status = ?6)
+               AND ?6 IS NULL
                AND (?7 IS NULL OR due <= ?7)
                AND (?8 IS NULL OR due >= ?8)
-               AND (?9 IS NULL OR instr(tags, '|' || ?9 || '|') > 0
-                    OR instr(tags, '|' || ?9 || '/') > 0)
+               AND ?9 IS NULL
              ORDER BY path, line
-             LIMIT ?10",
-        )
-        .map_err(failed)?;
+             LIMIT ?10"
+        }
+    };
+    let conn = index.conn();
+    let mut query = conn.prepare_cached(sql).map_err(failed)?;
     let rows = query
         .query_map(
             params![
