@@ -33,6 +33,7 @@ use crate::conventions::ConventionConfig;
 use crate::error::{VaultError, VaultResult};
 use crate::path::{VaultPath, VaultRoot};
 
+mod batch;
 mod folders;
 mod journal;
 mod lock;
@@ -41,6 +42,7 @@ mod versions;
 
 use folders::{create_parent, parent_missing};
 
+pub use batch::{BATCH_NOTES, BatchWrite};
 pub use journal::{MoveOutcome, RecoveredMove, Rewrite};
 pub use snapshots::{SnapshotId, SnapshotInfo, SnapshotKind, snapshot_dir_for};
 pub use versions::{KeptWrite, Retention};

@@ -308,6 +308,30 @@ impl Vault {
         mode: Option<u32>,
         kind: SnapshotKind,
     ) -> VaultResult<SnapshotInfo> {
+        let staged = self.stage_snapshot(path, bytes, mode, kind, true)?;
+        let io_err = |e| VaultError::io(path.as_str(), "write snapshot", e);
+        let result = fs::rename(
+            &staged.partial,
+            self.snapshot_dir.join(staged.info.id.as_str()),
+        )
+        .and_then(|()| sync_dir(&self.snapshot_dir));
+        if let Err(e) = result {
+            let _ = fs::remove_file(&staged.partial);
+            return Err(io_err(e));
+        }
+        Ok(staged.info)
+    }
+
+    /// Writes a snapshot as `<id>.partial` (fsynced when `sync`), not yet in place: a
+    /// listed snapshot is always complete, so it is listed only once renamed.
+    pub(super) fn stage_snapshot(
+        &self,
+        path: &VaultPath,
+        bytes: &[u8],
+        mode: Option<u32>,
+        kind: SnapshotKind,
+        sync: bool,
+    ) -> VaultResult<StagedSnapshot> {
         let now = self.clock.now_ms();
         let previous = self
             .last_snapshot_ms
@@ -339,14 +363,11 @@ impl Vault {
         .map_err(|e| io_err(io::Error::other(e)))?;
         header.push(b'\n');
         let partial = self.snapshot_dir.join(format!("{}.partial", id.as_str()));
-        let result = write_synced(&partial, &[&header, bytes])
-            .and_then(|()| fs::rename(&partial, self.snapshot_dir.join(id.as_str())))
-            .and_then(|()| sync_dir(&self.snapshot_dir));
-        if let Err(e) = result {
+        if let Err(e) = write_partial(&partial, &[&header, bytes], sync) {
             let _ = fs::remove_file(&partial);
             return Err(io_err(e));
         }
-        Ok(info)
+        Ok(StagedSnapshot { info, partial })
     }
 
     fn nonce_hex(&self) -> String {
@@ -372,12 +393,19 @@ pub(super) fn file_mode(location: &Path) -> Option<u32> {
     }
 }
 
-fn write_synced(location: &Path, parts: &[&[u8]]) -> io::Result<()> {
+/// A snapshot written beside its place, waiting to be renamed into it.
+#[derive(Debug)]
+pub(super) struct StagedSnapshot {
+    pub(super) info: SnapshotInfo,
+    pub(super) partial: PathBuf,
+}
+
+fn write_partial(location: &Path, parts: &[&[u8]], sync: bool) -> io::Result<()> {
     let mut file = create_private_file(location)?;
     for part in parts {
         file.write_all(part)?;
     }
-    file.sync_all()
+    if sync { file.sync_all() } else { Ok(()) }
 }
 
 /// Removes a snapshot stored as a folder: its meta first, then the rest.

@@ -1,0 +1,465 @@
+//! Many notes overwritten under one set of locks, each keeping what it replaces (spec/bulk.md
+//! `bulk.set-property.batched`, spec/versions.md `versions.keep.exact`).
+//!
+//! A note written alone pays four waits on the disk: its version's file and folder, its own
+//! file and folder. A batch pays them once per kind: every version and every note is written
+//! beside its place, all of them are fsynced together (the file system commits concurrent
+//! fsyncs as one), the versions are renamed into place and their folder synced once, and
+//! only then are the notes renamed over the old ones and each folder synced once. So every
+//! version of a batch is durable before the first note it protects is replaced, and each
+//! note is replaced by an atomic rename: a crash leaves it whole, as it was or as written.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use tempfile::NamedTempFile;
+
+use super::snapshots::{SnapshotKind, StagedSnapshot, file_mode};
+use super::{KeptWrite, LockedNote, NoteContent, Vault, WriteOutcome, content_hash, sync_dir};
+use crate::error::{VaultError, VaultResult};
+use crate::path::VaultPath;
+
+/// How many notes one batch locks and writes at once: each holds a lock file and a temp
+/// file open until its rename.
+pub const BATCH_NOTES: usize = 128;
+
+/// How many fsyncs a batch has in flight at once.
+const SYNCERS: usize = 8;
+
+/// One note a batch overwrites.
+#[derive(Debug, Clone, Copy)]
+pub struct BatchWrite<'a> {
+    pub path: &'a VaultPath,
+    pub bytes: &'a [u8],
+}
+
+/// A note of a batch written beside its place, with its version.
+struct Staged {
+    index: usize,
+    target: PathBuf,
+    temp: NamedTempFile,
+    version: Option<StagedSnapshot>,
+}
+
+#[cfg(test)]
+thread_local! {
+    /// A test's injected interruption: the batch stops (as a crash would) after this many
+    /// notes were replaced.
+    pub(super) static STOP_AFTER_RENAMES: std::cell::Cell<Option<usize>> =
+        const { std::cell::Cell::new(None) };
+}
+
+impl Vault {
+    // r[impl bulk.set-property.batched]
+    /// Overwrites each item's note with its bytes, [`BATCH_NOTES`] at a time under their
+    /// locks, once `check` (given the item's index and the note as read under its lock)
+    /// allows it; what each replaces is kept as a `replaced` version, durable before any
+    /// note of the batch is replaced. Returns each item's result, in order.
+    pub fn write_many_keeping<E: From<VaultError>>(
+        &self,
+        items: &[BatchWrite<'_>],
+        check: impl Fn(usize, Option<&NoteContent>) -> Result<(), E>,
+    ) -> Vec<Result<KeptWrite, E>> {
+        let mut results = Vec::with_capacity(items.len());
+        for (n, chunk) in items.chunks(BATCH_NOTES).enumerate() {
+            results.extend(self.write_batch(n * BATCH_NOTES, chunk, &check));
+        }
+        results
+    }
+
+    fn write_batch<E: From<VaultError>>(
+        &self,
+        first: usize,
+        items: &[BatchWrite<'_>],
+        check: &impl Fn(usize, Option<&NoteContent>) -> Result<(), E>,
+    ) -> Vec<Result<KeptWrite, E>> {
+        let mut results: Vec<Option<Result<KeptWrite, E>>> = Vec::new();
+        results.resize_with(items.len(), || None);
+        let mut targets = Vec::with_capacity(items.len());
+        for (i, item) in items.iter().enumerate() {
+            match self.root.resolve_for_write(item.path) {
+                Ok(target) => targets.push((i, target)),
+                Err(e) => results[i] = Some(Err(e.into())),
+            }
+        }
+        let Some((lead, _)) = targets.first() else {
+            return results
+                .into_iter()
+                .map(Option::unwrap_or_else_err)
+                .collect();
+        };
+        let locations: Vec<&Path> = targets.iter().map(|(_, t)| t.as_path()).collect();
+        let _held = match self.lock_notes(items[*lead].path, &locations) {
+            Ok(held) => held,
+            Err(e) => {
+                for (i, _) in &targets {
+                    results[*i] = Some(Err(VaultError::io(
+                        items[*i].path.as_str(),
+                        "lock",
+                        std::io::Error::other(e.to_string()),
+                    )
+                    .into()));
+                }
+                return results
+                    .into_iter()
+                    .map(Option::unwrap_or_else_err)
+                    .collect();
+            }
+        };
+        // Read, judged and written beside its place, under the locks: nothing is replaced.
+        let mut staged = Vec::with_capacity(targets.len());
+        for (i, target) in targets {
+            let item = items[i];
+            let locked = LockedNote {
+                vault: self,
+                path: item.path,
+                target: target.clone(),
+            };
+            let current = match locked.read_if_exists() {
+                Ok(current) => current,
+                Err(e) => {
+                    results[i] = Some(Err(e.into()));
+                    continue;
+                }
+            };
+            if let Err(e) = check(first + i, current.as_ref()) {
+                results[i] = Some(Err(e));
+                continue;
+            }
+            match self.stage(item, &target, current.as_ref()) {
+                Ok((temp, version)) => staged.push(Staged {
+                    index: i,
+                    target,
+                    temp,
+                    version,
+                }),
+                Err(e) => results[i] = Some(Err(e.into())),
+            }
+        }
+        // Every staged file durable, the fsyncs overlapping.
+        let synced = sync_all_files(&staged);
+        let mut ready = Vec::with_capacity(staged.len());
+        for (one, outcome) in staged.into_iter().zip(synced) {
+            match outcome {
+                Ok(()) => ready.push(one),
+                Err(e) => {
+                    discard_version(one.version.as_ref());
+                    let path = items[one.index].path;
+                    results[one.index] =
+                        Some(Err(VaultError::io(path.as_str(), "write", e).into()));
+                }
+            }
+        }
+        // The versions in place and durable before the first note is replaced.
+        let mut placed = Vec::with_capacity(ready.len());
+        for one in ready {
+            let renamed = match &one.version {
+                Some(v) => fs::rename(&v.partial, self.snapshot_dir.join(v.info.id.as_str())),
+                None => Ok(()),
+            };
+            match renamed {
+                Ok(()) => placed.push(one),
+                Err(e) => {
+                    discard_version(one.version.as_ref());
+                    let path = items[one.index].path;
+                    results[one.index] =
+                        Some(Err(
+                            VaultError::io(path.as_str(), "write snapshot", e).into()
+                        ));
+                }
+            }
+        }
+        if placed.iter().any(|one| one.version.is_some())
+            && let Err(e) = sync_dir(&self.snapshot_dir)
+        {
+            for one in placed {
+                if let Some(v) = &one.version {
+                    let _ = self.remove_snapshot(&v.info);
+                }
+                let path = items[one.index].path;
+                results[one.index] = Some(Err(VaultError::io(
+                    path.as_str(),
+                    "write snapshot",
+                    std::io::Error::new(e.kind(), e.to_string()),
+                )
+                .into()));
+            }
+            return results
+                .into_iter()
+                .map(Option::unwrap_or_else_err)
+                .collect();
+        }
+        // The notes replaced, each by an atomic rename, then each folder synced once.
+        let mut folders: Vec<PathBuf> = Vec::new();
+        let mut replaced = Vec::with_capacity(placed.len());
+        for (n, one) in placed.into_iter().enumerate() {
+            #[cfg(test)]
+            if STOP_AFTER_RENAMES.with(|stop| stop.get()) == Some(n) {
+                // A crash: nothing is cleaned up, nothing more is done.
+                std::mem::forget(one.temp);
+                return results
+                    .into_iter()
+                    .map(Option::unwrap_or_else_err)
+                    .collect();
+            }
+            #[cfg(not(test))]
+            let _ = n;
+            let path = items[one.index].path;
+            match one.temp.persist(&one.target) {
+                Ok(_) => {
+                    if let Some(dir) = one.target.parent()
+                        && !folders.iter().any(|f| f == dir)
+                    {
+                        folders.push(dir.to_path_buf());
+                    }
+                    replaced.push((one.index, one.target, one.version));
+                }
+                Err(e) => {
+                    if let Some(v) = &one.version {
+                        let _ = self.remove_snapshot(&v.info);
+                    }
+                    results[one.index] =
+                        Some(Err(VaultError::io(path.as_str(), "write", e.error).into()));
+                }
+            }
+        }
+        let folder_synced = sync_all_dirs(&folders);
+        for (index, target, version) in replaced {
+            let path = items[index].path;
+            let dir = target.parent().unwrap_or(Path::new("."));
+            let failed = folders
+                .iter()
+                .zip(&folder_synced)
+                .find(|(f, _)| f.as_path() == dir)
+                .and_then(|(_, r)| r.as_ref().err());
+            results[index] = Some(match failed {
+                Some(e) => Err(VaultError::io(
+                    path.as_str(),
+                    "write",
+                    std::io::Error::new(e.kind(), e.to_string()),
+                )
+                .into()),
+                None => Ok(KeptWrite {
+                    outcome: WriteOutcome {
+                        hash: content_hash(items[index].bytes),
+                        created: false,
+                    },
+                    kept: version.map(|v| v.info),
+                }),
+            });
+        }
+        results
+            .into_iter()
+            .map(Option::unwrap_or_else_err)
+            .collect()
+    }
+
+    /// The note's new bytes in a temp file beside it and its version beside the versions'
+    /// place, neither synced yet.
+    fn stage(
+        &self,
+        item: BatchWrite<'_>,
+        target: &Path,
+        current: Option<&NoteContent>,
+    ) -> VaultResult<(NamedTempFile, Option<StagedSnapshot>)> {
+        let path = item.path;
+        // As `keep_locked`: a regular, non-empty file is kept; a link is replaced, not its
+        // target's content.
+        let keep = match (current, fs::symlink_metadata(target)) {
+            (Some(content), Ok(meta)) if meta.is_file() && !content.bytes.is_empty() => {
+                Some(content)
+            }
+            _ => None,
+        };
+        let version = match keep {
+            Some(content) => Some(self.stage_snapshot(
+                path,
+                &content.bytes,
+                file_mode(target),
+                SnapshotKind::Replaced,
+                false,
+            )?),
+            None => None,
+        };
+        match stage_note(path, target, item.bytes) {
+            Ok(temp) => Ok((temp, version)),
+            Err(e) => {
+                discard_version(version.as_ref());
+                Err(e)
+            }
+        }
+    }
+}
+
+/// The note's new bytes in a temp file in its folder, with the note's own mode.
+fn stage_note(path: &VaultPath, target: &Path, bytes: &[u8]) -> VaultResult<NamedTempFile> {
+    use std::io::Write;
+    let dir = target.parent().unwrap_or(Path::new("."));
+    let io_err = |e| VaultError::io(path.as_str(), "write", e);
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(".tc-write-").suffix(".tmp");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = fs::metadata(target).map_or(0o644, |m| m.permissions().mode() & 0o7777);
+        builder.permissions(fs::Permissions::from_mode(mode));
+    }
+    let mut temp = builder.tempfile_in(dir).map_err(io_err)?;
+    temp.write_all(bytes).map_err(io_err)?;
+    Ok(temp)
+}
+
+fn discard_version(version: Option<&StagedSnapshot>) {
+    if let Some(v) = version {
+        let _ = fs::remove_file(&v.partial);
+    }
+}
+
+/// Fsyncs every staged note and version, [`SYNCERS`] at a time; one result per item.
+fn sync_all_files(staged: &[Staged]) -> Vec<std::io::Result<()>> {
+    in_parallel(staged, |one| {
+        if let Some(v) = &one.version {
+            fs::File::open(&v.partial)?.sync_all()?;
+        }
+        one.temp.as_file().sync_all()
+    })
+}
+
+fn sync_all_dirs(dirs: &[PathBuf]) -> Vec<std::io::Result<()>> {
+    in_parallel(dirs, |dir| sync_dir(dir))
+}
+
+/// `f` over `items`, [`SYNCERS`] threads at a time, the results in order.
+fn in_parallel<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    if items.len() < 2 {
+        return items.iter().map(&f).collect();
+    }
+    let chunk = items.len().div_ceil(SYNCERS);
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = items
+            .chunks(chunk)
+            .map(|part| {
+                let f = &f;
+                scope.spawn(move || part.iter().map(f).collect::<Vec<R>>())
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|worker| match worker.join() {
+                Ok(done) => done,
+                Err(panic) => std::panic::resume_unwind(panic),
+            })
+            .collect()
+    })
+}
+
+/// A batch's results, each filled in by the step that settled it.
+trait UnwrapOrElseErr<T> {
+    fn unwrap_or_else_err(self) -> T;
+}
+
+impl<E: From<VaultError>> UnwrapOrElseErr<Result<KeptWrite, E>> for Option<Result<KeptWrite, E>> {
+    fn unwrap_or_else_err(self) -> Result<KeptWrite, E> {
+        // Every item is settled by one step; one left open is reported, not assumed written.
+        self.unwrap_or_else(|| {
+            Err(VaultError::io(
+                "",
+                "write",
+                std::io::Error::other("the batch stopped before this note"),
+            )
+            .into())
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_support::{TempVault, p};
+    use crate::vault::Precondition;
+
+    // r[verify bulk.set-property.batched]
+    #[test]
+    fn every_version_is_in_place_before_the_first_note_is_replaced() {
+        let f = TempVault::new();
+        let paths: Vec<VaultPath> = (0..10).map(|i| p(&format!("d{}/n{i}.md", i % 3))).collect();
+        for (i, path) in paths.iter().enumerate() {
+            f.vault
+                .write(path, format!("old {i}").as_bytes(), &Precondition::None)
+                .unwrap();
+        }
+        let new: Vec<Vec<u8>> = (0..10).map(|i| format!("new {i}").into_bytes()).collect();
+        let items: Vec<BatchWrite<'_>> = paths
+            .iter()
+            .zip(&new)
+            .map(|(path, bytes)| BatchWrite { path, bytes })
+            .collect();
+        // Interrupted after four notes were replaced, as by a crash.
+        STOP_AFTER_RENAMES.with(|stop| stop.set(Some(4)));
+        let _ = f
+            .vault
+            .write_many_keeping(&items, |_, _| Ok::<(), VaultError>(()));
+        STOP_AFTER_RENAMES.with(|stop| stop.set(None));
+        let mut replaced = 0;
+        for (i, path) in paths.iter().enumerate() {
+            let now = f.vault.read(path).unwrap().bytes;
+            let old = format!("old {i}").into_bytes();
+            assert!(
+                now == old || now == new[i],
+                "whole, as it was or as written"
+            );
+            replaced += usize::from(now == new[i]);
+            let versions: Vec<Vec<u8>> = f
+                .vault
+                .snapshots(Some(path))
+                .unwrap()
+                .iter()
+                .map(|info| f.vault.read_snapshot(info).unwrap())
+                .collect();
+            assert_eq!(versions, [old], "every note of the batch has its version");
+        }
+        assert_eq!(replaced, 4);
+
+        // Run whole, every note is written and a check that refuses leaves its note alone.
+        let f = TempVault::new();
+        for (i, path) in paths.iter().enumerate() {
+            f.vault
+                .write(path, format!("old {i}").as_bytes(), &Precondition::None)
+                .unwrap();
+        }
+        let results = f.vault.write_many_keeping(&items, |i, current| {
+            assert!(current.is_some());
+            if i == 3 {
+                Err(VaultError::io("", "check", std::io::Error::other("no")))
+            } else {
+                Ok(())
+            }
+        });
+        for (i, (path, result)) in paths.iter().zip(&results).enumerate() {
+            let now = f.vault.read(path).unwrap().bytes;
+            if i == 3 {
+                assert!(result.is_err());
+                assert_eq!(now, b"old 3");
+                assert!(f.vault.snapshots(Some(path)).unwrap().is_empty());
+            } else {
+                let kept = result.as_ref().unwrap().kept.clone().unwrap();
+                assert_eq!(now, new[i]);
+                assert_eq!(
+                    f.vault.read_snapshot(&kept).unwrap(),
+                    format!("old {i}").into_bytes()
+                );
+            }
+        }
+        let partials = fs::read_dir(f.vault.snapshot_dir())
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .file_name()
+                    .to_string_lossy()
+                    .ends_with(".partial")
+            })
+            .count();
+        assert_eq!(partials, 0, "nothing left half written");
+    }
+}
