@@ -1,6 +1,13 @@
 //! What a bulk call over 1,000 notes costs (spec/bulk.md): the gated call that plans, binds
 //! and raises the one confirmation, and the confirmed `bulk_set_property` that writes them.
 //! `cargo bench -p tc-bulk`; `cargo test --benches` runs each once.
+//!
+//! Measured on a shared two-core ext4 machine under other builds: the one confirmed apply
+//! took 16.9 s when each note paid its own four fsyncs (version file and folder, note file
+//! and folder, every write serialized by the vault's lock), and 4.5 s once the notes are
+//! written in batches whose fsyncs overlap and whose folders are synced once
+//! (`Vault::write_many_keeping`); the gated call took 196 ms, its state reusing the hashes
+//! of the notes the plan read.
 
 use std::hint::black_box;
 

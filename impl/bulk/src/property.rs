@@ -12,8 +12,8 @@ use std::sync::Arc;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use tc_gate::ConfirmationTargets;
-use tc_tools::note_write::{check_observed, guard_for, not_found, note, preflight, prior_of};
+use tc_gate::{ConfirmationTargets, fingerprint_targets};
+use tc_tools::note_write::{check_observed, not_found, note, preflight, prior_of};
 use tc_tools::{
     Annotations, Gating, HandlerFailure, Precheck, Summary, TargetState, Tool, ToolCx, ToolError,
     ToolSpec,
@@ -22,9 +22,10 @@ use tc_vault::acl::AclOp;
 use tc_vault::conventions::{WriteIntent, WriteKind};
 use tc_vault::frontmatter_edit;
 use tc_vault::path::{FolderPath, VaultPath};
+use tc_vault::vault::BatchWrite;
 use tc_vault::walk::{Walk, WalkFilter};
 
-use crate::common::{ItemResult, MAX_ITEMS, apply_all, changed_lines, check_paths};
+use crate::common::{ItemResult, MAX_ITEMS, changed_lines, check_paths};
 
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -47,6 +48,8 @@ pub struct BulkSetPropertyArgs {
 #[derive(Debug)]
 pub struct PlannedEdit {
     pub path: VaultPath,
+    /// The content hash of the note the plan read, which the call's state is made of.
+    pub hash: String,
     /// The note after the edit; `None` when it holds the value already.
     pub new: Option<String>,
     /// The lines the edit removes and adds, for the summary.
@@ -127,7 +130,12 @@ fn plan(cx: &ToolCx<'_>, args: &BulkSetPropertyArgs) -> Result<PropertyPlan, Too
             .as_deref()
             .map(|new| changed_lines(text, new))
             .unwrap_or_default();
-        edits.push(PlannedEdit { path, new, change });
+        edits.push(PlannedEdit {
+            path,
+            hash: current.hash.clone(),
+            new,
+            change,
+        });
     }
     Ok(PropertyPlan { edits })
 }
@@ -191,6 +199,32 @@ impl Tool for BulkSetProperty {
         })
     }
 
+    // r[impl drift.path-fingerprint]
+    /// The state taken in the same call as the plan is the notes the plan just read: each
+    /// was read and hashed once there, so it is not read and hashed a second time here.
+    fn state_after_precheck(
+        &self,
+        _cx: &ToolCx<'_>,
+        _args: &BulkSetPropertyArgs,
+        precheck: &Precheck<PropertyPlan>,
+    ) -> Result<TargetState, ToolError> {
+        let observed: Vec<(VaultPath, Option<String>)> = precheck
+            .plan
+            .edits
+            .iter()
+            .map(|e| (e.path.clone(), Some(e.hash.clone())))
+            .collect();
+        let targets: Vec<(String, Option<String>)> = observed
+            .iter()
+            .map(|(p, h)| (p.as_str().to_owned(), h.clone()))
+            .collect();
+        Ok(TargetState {
+            fp: fingerprint_targets(&targets),
+            observed,
+            seen: Arc::new(()),
+        })
+    }
+
     // r[impl bulk.summary.items]
     fn summary(
         &self,
@@ -239,30 +273,51 @@ impl Tool for BulkSetProperty {
             failed: 0,
             items: Vec::with_capacity(edits.len()),
         };
-        let results = apply_all(edits, |edit| {
-            let Some(new) = &edit.new else {
+        // r[impl bulk.set-property.batched]
+        // The notes to write go to the vault in batches under their locks, so their
+        // versions and their renames share the waits on the disk.
+        let writing: Vec<&PlannedEdit> = edits
+            .iter()
+            .filter(|e| e.new.is_some() && !args.dry_run)
+            .collect();
+        let batch: Vec<BatchWrite<'_>> = writing
+            .iter()
+            .filter_map(|e| {
+                e.new.as_deref().map(|new| BatchWrite {
+                    path: &e.path,
+                    bytes: new.as_bytes(),
+                })
+            })
+            .collect();
+        // r[impl versions.keep.confirmed]
+        let written = cx.vault().write_many_keeping(&batch, |i, current| {
+            let edit = writing[i];
+            check_observed(state, &edit.path, current)?;
+            cx.judge(&WriteIntent::new(
+                edit.path.clone(),
+                WriteKind::Overwrite,
+                batch[i].bytes,
+                prior_of(current),
+            ))
+            .map_err(HandlerFailure::ConventionBlockedBeforeWrite)
+        });
+        let mut written = writing.iter().zip(written);
+        let results = edits.iter().map(|edit| {
+            if edit.new.is_none() {
                 return ItemResult::done(&edit.path, "unchanged", None);
-            };
+            }
             if args.dry_run {
                 return ItemResult::done(&edit.path, "changed", None);
             }
-            let result = cx.vault().with_note_lock(&edit.path, |locked| {
-                let current = locked.read_if_exists()?;
-                check_observed(state, &edit.path, current.as_ref())?;
-                cx.judge(&WriteIntent::new(
-                    edit.path.clone(),
-                    WriteKind::Overwrite,
-                    new.as_bytes(),
-                    prior_of(current.as_ref()),
-                ))
-                .map_err(HandlerFailure::ConventionBlockedBeforeWrite)?;
-                // r[impl versions.keep.confirmed]
-                let kept = locked.write_keeping(new.as_bytes(), &guard_for(current.as_ref()))?;
-                Ok::<_, HandlerFailure>(kept.outcome.hash)
-            });
-            match result {
-                Ok(hash) => ItemResult::done(&edit.path, "changed", Some(hash)),
-                Err(failure) => ItemResult::failed(&edit.path, failure),
+            match written.next() {
+                Some((_, Ok(kept))) => {
+                    ItemResult::done(&edit.path, "changed", Some(kept.outcome.hash))
+                }
+                Some((_, Err(failure))) => ItemResult::failed(&edit.path, failure),
+                None => ItemResult::failed(
+                    &edit.path,
+                    HandlerFailure::Failed(ToolError::internal("writing the note")),
+                ),
             }
         });
         for item in results {
