@@ -123,7 +123,7 @@ impl ServerSut {
     /// The bytes of note `note` of vault `vault` on disk.
     pub fn note_on_disk(&self, vault: Vault, note: Note) -> Result<String, SutError> {
         Ok(std::fs::read_to_string(
-            self.vaults[usize::from(vault.0)].join(world::note_path(note)),
+            self.vaults[usize::from(vault.0)].join(world::note_path(vault, note)),
         )?)
     }
 }

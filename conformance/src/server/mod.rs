@@ -198,7 +198,7 @@ impl ServerSut {
             for n in 0..notes {
                 let (vault, note) = (Vault(index_u8(v)), Note(n));
                 let text = world::initial(vault, note);
-                std::fs::write(dir.join(world::note_path(note)), &text)?;
+                std::fs::write(dir.join(world::note_path(vault, note)), &text)?;
                 contents.push(text);
             }
         }
@@ -469,8 +469,10 @@ impl ServerSut {
         for (v, dir) in self.vaults.iter().enumerate() {
             for n in 0..notes {
                 let index = v * usize::from(notes) + usize::from(n);
-                let found = std::fs::read_to_string(dir.join(world::note_path(Note(n))))
-                    .unwrap_or_else(|e| format!("<unreadable: {e}>"));
+                let found = std::fs::read_to_string(
+                    dir.join(world::note_path(Vault(index_u8(v)), Note(n))),
+                )
+                .unwrap_or_else(|e| format!("<unreadable: {e}>"));
                 if found != self.contents[index] {
                     differ.push((index_u8(v), n, self.contents[index].clone(), found));
                 }
@@ -496,7 +498,7 @@ impl ServerSut {
     fn change_note(&mut self, vault: Vault, note: Note) -> Result<(), SutError> {
         self.changes += 1;
         let text = world::changed(vault, note, self.changes);
-        let path = self.vaults[usize::from(vault.0)].join(world::note_path(note));
+        let path = self.vaults[usize::from(vault.0)].join(world::note_path(vault, note));
         std::fs::write(path, &text)?;
         let index = self.note_index(vault, note);
         self.versions[index] = self.versions[index].saturating_add(1);
@@ -511,7 +513,7 @@ impl ServerSut {
             Some((vault, note)) => {
                 let index = self.note_index(vault, note);
                 self.versions[index] = self.versions[index].saturating_add(1);
-                self.contents[index] = world::written(call.args.0);
+                self.contents[index] = world::written_to(vault, call.args.0);
             }
             None => self.commands_sent += 1,
         }

@@ -5,12 +5,14 @@
 //!   `n > 0` is the JWT subject `c<n>` and talks over Streamable HTTP (`auth.mode = "jwt"`
 //!   with an HS256 secret), where the legacy shim does not exist.
 //! - The path tool (the model's `delete_note`, "always gated, bound to its path target")
-//!   replaces the whole note `n<n>.md` with [`written`]: for an even `Args(n)` it is
-//!   `write_note`, gated on a note that is not empty, and for an odd one `bulk_create_notes`
-//!   with that one item in `overwrite` mode, always gated unless a dry run; so a bulk tool
-//!   travels every route of the comparison too ([`bulk_subject`]). Every note starts with
-//!   content of its own ([`initial`]), and a target change (the model's `ChangeTarget`)
-//!   writes a new text that no other step writes ([`changed`]).
+//!   replaces the whole file of `Note(n)` with [`written_to`]: for an odd `Args(n)` it is
+//!   `bulk_create_notes` with that one item in `overwrite` mode, always gated unless a dry
+//!   run; for an even one `write_note` on the note `n<n>.md` of an even vault, gated on a
+//!   note that is not empty, and `create_canvas` with `overwrite` on the canvas `n<n>.canvas`
+//!   of an odd vault, gated since the canvas exists; so a bulk tool and a format tool travel
+//!   every route of the comparison too ([`Subject`]). Every file starts with content of its
+//!   own ([`initial`]), and a target change (the model's `ChangeTarget`) writes a new text
+//!   that no other step writes ([`changed`]).
 //! - The `"none"` tool is `execute_command` with the allowlisted command [`command_id`] of
 //!   `Args(n)`, sent to a stand-in Obsidian (tc_bridge::testing): a 5xx from it after the
 //!   request was sent is the model's `Http5xx`.
@@ -55,66 +57,132 @@ pub fn vault_id(vault: Vault) -> String {
     format!("v{}", vault.0)
 }
 
-pub fn note_path(note: Note) -> String {
-    format!("n{}.md", note.0)
+/// The file of `note` in `vault`: a canvas where its path tool is `create_canvas`.
+pub fn note_path(vault: Vault, note: Note) -> String {
+    match subject(vault, note.0) {
+        Subject::CreateCanvas => format!("n{}.canvas", note.0),
+        Subject::WriteNote | Subject::BulkCreateNotes => format!("n{}.md", note.0),
+    }
 }
 
 pub fn command_id(args: u8) -> &'static str {
     COMMANDS[usize::from(args) % COMMANDS.len()]
 }
 
-/// Whether the path tool of `Args(args)` is `bulk_create_notes` rather than `write_note`.
-pub fn bulk_subject(args: u8) -> bool {
-    args % 2 == 1
+/// The real tool the path tool of a vault and `Args` is, so that each file is always written
+/// by the same tool and each of the three is driven by every configuration of two vaults.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Subject {
+    WriteNote,
+    BulkCreateNotes,
+    CreateCanvas,
+}
+
+/// The path tool of `Args(args)` in `vault` (see [`Subject`]).
+pub fn subject(vault: Vault, args: u8) -> Subject {
+    if args % 2 == 1 {
+        Subject::BulkCreateNotes
+    } else if vault.0 % 2 == 1 {
+        Subject::CreateCanvas
+    } else {
+        Subject::WriteNote
+    }
 }
 
 /// The real tool of a model call, `None` for one the server comparison does not drive.
 pub fn tool_name(call: &Call) -> Option<&'static str> {
     match call.tool {
-        Tool::DeleteNote if bulk_subject(call.args.0) => Some("bulk_create_notes"),
-        Tool::DeleteNote => Some("write_note"),
+        Tool::DeleteNote => Some(match subject(call.vault, call.args.0) {
+            Subject::WriteNote => "write_note",
+            Subject::BulkCreateNotes => "bulk_create_notes",
+            Subject::CreateCanvas => "create_canvas",
+        }),
         Tool::ExecuteCommand => Some("execute_command"),
         Tool::UpdateTask => None,
     }
 }
 
-/// What the path tool writes for `Args(n)`.
+/// What the path tool writes in a note for `Args(n)`.
 pub fn written(args: u8) -> String {
     format!("written by the agent (args {args})\n")
 }
 
-/// A note's content before any step.
-pub fn initial(vault: Vault, note: Note) -> String {
-    format!("vault {} note {}: as created\n", vault.0, note.0)
+/// The bytes the path tool of `Args(args)` leaves in its file of `vault`: [`written`], or
+/// for a canvas one text node of it as `create_canvas` writes it.
+pub fn written_to(vault: Vault, args: u8) -> String {
+    in_file(vault, Note(args), written(args))
 }
 
-/// A note's content after the `serial`-th target change of the run.
-pub fn changed(vault: Vault, note: Note, serial: u32) -> String {
+/// A canvas of one text node holding `text`, laid out as Obsidian (and `create_canvas`)
+/// writes one: tabs, one node to a line, keys in Obsidian's order.
+fn canvas_of(text: &str) -> String {
+    let text = Value::String(text.to_owned());
     format!(
-        "vault {} note {}: changed by hand ({serial})\n",
-        vault.0, note.0
+        "{{\n\t\"nodes\":[\n\t\t{{\"id\":\"n\",\"type\":\"text\",\"text\":{text},\
+         \"x\":0,\"y\":0,\"width\":400,\"height\":100}}\n\t],\n\t\"edges\":[]\n}}"
+    )
+}
+
+/// `text` as the content of the file of `note` in `vault`.
+fn in_file(vault: Vault, note: Note, text: String) -> String {
+    match subject(vault, note.0) {
+        Subject::CreateCanvas => canvas_of(&text),
+        Subject::WriteNote | Subject::BulkCreateNotes => text,
+    }
+}
+
+/// A file's content before any step.
+pub fn initial(vault: Vault, note: Note) -> String {
+    in_file(
+        vault,
+        note,
+        format!("vault {} note {}: as created\n", vault.0, note.0),
+    )
+}
+
+/// A file's content after the `serial`-th target change of the run.
+pub fn changed(vault: Vault, note: Note, serial: u32) -> String {
+    in_file(
+        vault,
+        note,
+        format!(
+            "vault {} note {}: changed by hand ({serial})\n",
+            vault.0, note.0
+        ),
     )
 }
 
 /// The arguments of a model call (without any approval).
 pub fn arguments(call: &Call) -> Option<Value> {
+    let (vault, args) = (vault_id(call.vault), call.args.0);
     Some(match call.tool {
-        Tool::DeleteNote if bulk_subject(call.args.0) => json!({
-            "vault": vault_id(call.vault),
-            "mode": "overwrite",
-            "items": [{
-                "path": note_path(Note(call.args.0)),
-                "content": written(call.args.0),
-            }],
-        }),
-        Tool::DeleteNote => json!({
-            "vault": vault_id(call.vault),
-            "path": note_path(Note(call.args.0)),
-            "content": written(call.args.0),
-        }),
+        Tool::DeleteNote => match subject(call.vault, args) {
+            Subject::BulkCreateNotes => json!({
+                "vault": vault,
+                "mode": "overwrite",
+                "items": [{
+                    "path": note_path(call.vault, Note(args)),
+                    "content": written(args),
+                }],
+            }),
+            Subject::WriteNote => json!({
+                "vault": vault,
+                "path": note_path(call.vault, Note(args)),
+                "content": written(args),
+            }),
+            Subject::CreateCanvas => json!({
+                "vault": vault,
+                "path": note_path(call.vault, Note(args)),
+                "nodes": [{
+                    "id": "n", "type": "text", "text": written(args),
+                    "x": 0, "y": 0, "width": 400, "height": 100,
+                }],
+                "overwrite": true,
+            }),
+        },
         Tool::ExecuteCommand => json!({
-            "vault": vault_id(call.vault),
-            "command_id": command_id(call.args.0),
+            "vault": vault,
+            "command_id": command_id(args),
         }),
         Tool::UpdateTask => return None,
     })
