@@ -15,6 +15,7 @@ use tc_model::{
     Verifier,
 };
 use tc_server::approve::{self, ApproveError, MintRequest};
+use tc_testkit::mcp::read_failure;
 
 use super::clients::answer_result;
 use super::world;
@@ -34,23 +35,10 @@ pub(super) enum Answered {
 }
 
 pub(super) fn read_result(result: &CallToolResult) -> Result<Answered, SutError> {
-    if result.is_error != Some(true) {
-        return Ok(Answered::Success);
-    }
     // A failure's envelope is its second text block (spec results.error-blocks).
-    let envelope = result
-        .content
-        .get(1)
-        .and_then(|block| block.as_text())
-        .filter(|_| result.structured_content.is_none())
-        .ok_or_else(|| {
-            SutError::Unexpected(format!("a failure not of the two-block shape: {result:?}"))
-        })?;
-    let structured: Value = serde_json::from_str(&envelope.text).map_err(|e| {
-        SutError::Unexpected(format!(
-            "a failure envelope that is not JSON ({e}): {result:?}"
-        ))
-    })?;
+    let Some(structured) = read_failure(result).map_err(SutError::Unexpected)? else {
+        return Ok(Answered::Success);
+    };
     let code = structured["code"]
         .as_str()
         .ok_or_else(|| SutError::Unexpected(format!("a failure without a code: {structured}")))?;

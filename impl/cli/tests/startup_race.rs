@@ -9,10 +9,10 @@ mod support;
 use std::io::{Read, Write};
 use std::path::Path;
 use std::process::Child;
-use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use tc_testkit::race::at_once;
 
 /// Processes started at once; more than the two CI cores, so they really overlap.
 const SERVERS: usize = 6;
@@ -86,20 +86,10 @@ fn one_round() {
     std::fs::write(vault.join("note.md"), "# A note\n").unwrap();
     // Fresh: neither cache.db nor server-secrets/ exists yet.
     let cache = dir.path().join("cache");
-    let barrier = Arc::new(Barrier::new(SERVERS));
-    let handles: Vec<_> = (0..SERVERS)
-        .map(|_| {
-            let (vault, cache, barrier) = (vault.clone(), cache.clone(), Arc::clone(&barrier));
-            std::thread::spawn(move || {
-                barrier.wait();
-                list_tools(spawn_server(&vault, &cache))
-            })
-        })
-        .collect();
-    let outcomes: Vec<Result<Value, String>> = handles
-        .into_iter()
-        .map(|h| h.join().expect("server thread"))
-        .collect();
+    let outcomes: Vec<Result<Value, String>> = {
+        let (vault, cache) = (vault.clone(), cache.clone());
+        at_once(SERVERS, move |_| list_tools(spawn_server(&vault, &cache)))
+    };
     let failures: Vec<&String> = outcomes.iter().filter_map(|o| o.as_ref().err()).collect();
     assert!(
         failures.is_empty(),

@@ -9,19 +9,15 @@
 
 mod tools_support;
 
-#[path = "../../vault/tests/support/child_process.rs"]
-mod child_process;
-
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Barrier};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use child_process::{ChildProcess, REPORT};
 use serde_json::{Value, json};
 use tc_gate::clock::{OsEntropy, SystemClock};
 use tc_gate::keys::ServerSecret;
 use tc_gate::{Gate, GateConfig, NonTokenRoute, Store};
+use tc_testkit::race::{ChildProcess, REPORT, start_soon, wait_until};
 use tc_tools::{Approval, CallControl, CallerContext, Pipeline, ToolError};
 use tc_vault::acl::Scopes;
 use tc_vault::vault::{Vault, content_hash, snapshot_dir_for};
@@ -325,34 +321,6 @@ fn an_approved_move_never_replaces_an_append_that_landed_after_its_read() {
 }
 
 // ---------------------------------------------------------------- processes
-
-fn unix_ns() -> u128 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_nanos()
-}
-
-/// A start instant a little ahead, so every child is waiting for it when it comes.
-fn start_soon() -> u128 {
-    unix_ns() + Duration::from_millis(30).as_nanos()
-}
-
-/// Waits for `start` (sleeping most of the way, spinning the last millisecond).
-fn wait_until(start: u128) {
-    loop {
-        let now = unix_ns();
-        if now >= start {
-            return;
-        }
-        let left = start - now;
-        if left > 1_000_000 {
-            std::thread::sleep(Duration::from_nanos((left - 1_000_000) as u64));
-        } else {
-            std::hint::spin_loop();
-        }
-    }
-}
 
 // r[verify vault.write.locked]
 #[test]

@@ -7,16 +7,13 @@
 //! test that acts only when `TC_VAULT_LOCK_DIR` is set); each child opens its own `Vault` on
 //! the shared vault and cache folders.
 
-#[path = "support/child_process.rs"]
-mod child_process;
-
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Barrier};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
-use child_process::{ChildProcess, REPORT};
 use tc_gate::clock::{OsEntropy, SystemClock};
+use tc_testkit::race::{ChildProcess, REPORT, start_soon, wait_until};
 use tc_vault::{Precondition, Vault, VaultError, VaultPath, content_hash, snapshot_dir_for};
 
 const NOTE: &str = "race.md";
@@ -258,32 +255,6 @@ fn lock_files_stay_outside_the_vault() {
 }
 
 // ---------------------------------------------------------------- processes
-
-fn unix_ns() -> u128 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_nanos()
-}
-
-fn start_soon() -> u128 {
-    unix_ns() + Duration::from_millis(30).as_nanos()
-}
-
-fn wait_until(start: u128) {
-    loop {
-        let now = unix_ns();
-        if now >= start {
-            return;
-        }
-        let left = start - now;
-        if left > 1_000_000 {
-            std::thread::sleep(Duration::from_nanos((left - 1_000_000) as u64));
-        } else {
-            std::hint::spin_loop();
-        }
-    }
-}
 
 // r[verify vault.write.locked]
 #[test]
