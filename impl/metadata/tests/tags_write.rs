@@ -393,7 +393,10 @@ fn a_confirmed_tag_change_can_be_undone_and_a_free_one_keeps_nothing() {
     let fx = vault_of(&[("plan.md", PLAN)]);
     fx.call("remove_tag", json!({"path": "plan.md", "tag": "area"}))
         .unwrap();
-    assert!(versions(&fx, "plan.md").is_empty(), "a free removal keeps nothing");
+    assert!(
+        versions(&fx, "plan.md").is_empty(),
+        "a free removal keeps nothing"
+    );
     let kept = fx.get("plan.md").unwrap();
     let args = json!({"path": "plan.md", "tag": "project", "location": "inline"});
     let token = fx.mint(&fx.call("remove_tag", args.clone()).unwrap_err());
