@@ -19,8 +19,8 @@
 //!   note it extends under the lock it writes under). Moves and deletes take the locks of
 //!   their notes too.
 
-use std::fs::{self, File};
-use std::io::{self, Read, Write};
+use std::fs;
+use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -33,6 +33,7 @@ use crate::conventions::ConventionConfig;
 use crate::error::{VaultError, VaultResult};
 use crate::path::{VaultPath, VaultRoot};
 
+mod atomic;
 mod batch;
 mod folders;
 mod journal;
@@ -40,6 +41,7 @@ mod lock;
 mod snapshots;
 mod versions;
 
+use atomic::{canonical_prefix, rename_no_clobber, sync_dir, sync_parent, write_atomic};
 use folders::{create_parent, parent_missing};
 
 pub use batch::{BATCH_NOTES, BatchWrite};
@@ -606,130 +608,6 @@ fn not_found_or_io(path: &VaultPath, op: &'static str, e: io::Error) -> VaultErr
     } else {
         VaultError::io(path.as_str(), op, e)
     }
-}
-
-/// temp file in the target's folder → write → fsync → rename → fsync the folder.
-fn write_atomic(
-    path: &VaultPath,
-    target: &Path,
-    bytes: &[u8],
-    no_clobber: bool,
-    mode: Option<u32>,
-) -> VaultResult<()> {
-    let mut folders = create_parent(path, target)?;
-    let dir = target.parent().unwrap_or(Path::new("."));
-    let io_err = |e| VaultError::io(path.as_str(), "write", e);
-    let mut builder = tempfile::Builder::new();
-    builder.prefix(".tc-write-").suffix(".tmp");
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        // The mode asked for (a restore's), else an overwritten note's own; a new note gets
-        // the usual 0644 (less the umask).
-        let mode = mode.unwrap_or_else(|| {
-            fs::metadata(target).map_or(0o644, |m| m.permissions().mode() & 0o7777)
-        });
-        builder.permissions(fs::Permissions::from_mode(mode));
-    }
-    #[cfg(not(unix))]
-    let _ = mode;
-    let mut temp = match builder.tempfile_in(dir) {
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            folders.absorb(create_parent(path, target)?);
-            builder.tempfile_in(dir)
-        }
-        made => made,
-    }
-    .map_err(io_err)?;
-    temp.write_all(bytes).map_err(io_err)?;
-    temp.as_file().sync_all().map_err(io_err)?;
-    let persisted = if no_clobber {
-        temp.persist_noclobber(target)
-    } else {
-        temp.persist(target)
-    };
-    persisted.map_err(|e| {
-        if no_clobber && e.error.kind() == io::ErrorKind::AlreadyExists {
-            VaultError::NoteExists {
-                path: path.as_str().to_owned(),
-            }
-        } else {
-            io_err(e.error)
-        }
-    })?;
-    folders.keep();
-    sync_dir(dir).map_err(io_err)
-}
-
-/// Moves without replacing: a hard link fails if the target exists, atomically. File systems
-/// without hard links fall back to check-then-rename, which the note locks cover against
-/// every writer on the same cache directory (not against other programs).
-fn rename_no_clobber(
-    from: &VaultPath,
-    to: &VaultPath,
-    source: &Path,
-    target: &Path,
-) -> VaultResult<()> {
-    let exists = || VaultError::NoteExists {
-        path: to.as_str().to_owned(),
-    };
-    match fs::hard_link(source, target) {
-        Ok(()) => fs::remove_file(source).map_err(|e| VaultError::io(from.as_str(), "move", e)),
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Err(exists()),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Err(not_found_or_io(from, "move", e)),
-        Err(_) => {
-            if fs::symlink_metadata(target).is_ok() {
-                return Err(exists());
-            }
-            fs::rename(source, target).map_err(|e| not_found_or_io(from, "move", e))
-        }
-    }
-}
-
-/// Makes a rename in `dir` durable. Windows cannot open a folder for syncing; there the
-/// rename's own durability is all there is.
-fn sync_dir(dir: &Path) -> io::Result<()> {
-    #[cfg(unix)]
-    {
-        File::open(dir)?.sync_all()
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = dir;
-        Ok(())
-    }
-}
-
-fn sync_parent(path: &VaultPath, target: &Path) -> VaultResult<()> {
-    match target.parent() {
-        Some(dir) => sync_dir(dir).map_err(|e| VaultError::io(path.as_str(), "sync folder", e)),
-        None => Ok(()),
-    }
-}
-
-/// The canonical form of the deepest existing ancestor of `location`, joined with the rest.
-fn canonical_prefix(location: &Path) -> io::Result<PathBuf> {
-    let absolute = if location.is_absolute() {
-        location.to_path_buf()
-    } else {
-        std::env::current_dir()?.join(location)
-    };
-    let mut existing = absolute.as_path();
-    let mut missing = Vec::new();
-    while fs::symlink_metadata(existing).is_err() {
-        match (existing.file_name(), existing.parent()) {
-            (Some(name), Some(up)) => {
-                missing.push(name.to_owned());
-                existing = up;
-            }
-            _ => break,
-        }
-    }
-    let mut canonical = existing.canonicalize()?;
-    for name in missing.iter().rev() {
-        canonical.push(name);
-    }
-    Ok(canonical)
 }
 
 #[cfg(test)]
