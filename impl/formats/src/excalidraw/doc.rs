@@ -77,7 +77,14 @@ fn drawing_fence(text: &str) -> Option<(usize, bool, &str)> {
             continue;
         };
         let body = &fence[open.len()..];
-        let body = &body[..body.find("```").unwrap_or(body.len())];
+        // The fence closes at a line starting with backticks; a JSON string may hold them
+        // (a text element of "```"), but no line of the scene starts with them.
+        let end = if body.starts_with("```") {
+            0
+        } else {
+            body.find("\n```").map_or(body.len(), |i| i + 1)
+        };
+        let body = &body[..end];
         found = Some((line_start, compressed, body));
     }
     found
