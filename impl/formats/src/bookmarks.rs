@@ -12,7 +12,7 @@ use std::sync::Arc;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use tc_gate::{ConfirmationTargets, fingerprint_custom};
+use tc_gate::ConfirmationTargets;
 use tc_tools::{
     Annotations, Gating, HandlerFailure, Precheck, Summary, TargetState, Tool, ToolCx, ToolError,
     ToolSpec,
@@ -460,15 +460,7 @@ impl Tool for RemoveBookmark {
         _args: &RemoveBookmarkArgs,
         _precheck: &Precheck<Removal>,
     ) -> Result<TargetState<Option<String>>, ToolError> {
-        let hash = settings::read(cx, FILE)?.hash;
-        Ok(TargetState {
-            fp: fingerprint_custom(&[
-                b"remove_bookmark",
-                hash.as_deref().unwrap_or("absent").as_bytes(),
-            ]),
-            observed: Vec::new(),
-            seen: Arc::new(hash),
-        })
+        settings::bound_state(cx, "remove_bookmark", FILE)
     }
 
     fn summary(

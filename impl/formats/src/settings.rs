@@ -15,7 +15,7 @@ use std::sync::Mutex;
 
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Number, Value};
-use tc_tools::{ErrorCode, ToolCx, ToolError};
+use tc_tools::{ErrorCode, TargetState, ToolCx, ToolError};
 use tc_vault::vault::content_hash;
 
 /// The largest settings file read (Obsidian's are a few kilobytes).
@@ -290,6 +290,24 @@ pub fn read(cx: &ToolCx<'_>, rel: &str) -> Result<Settings, ToolError> {
         json,
         indent: indent_of(&text),
         hash: Some(content_hash(&bytes)),
+    })
+}
+
+/// What a gated call on the settings file `rel` is bound to: the file's content hash as
+/// `tool` saw it ("absent" when there is none), kept for its handler to compare under write.
+pub fn bound_state(
+    cx: &ToolCx<'_>,
+    tool: &str,
+    rel: &str,
+) -> Result<TargetState<Option<String>>, ToolError> {
+    let hash = read(cx, rel)?.hash;
+    Ok(TargetState {
+        fp: tc_gate::fingerprint_custom(&[
+            tool.as_bytes(),
+            hash.as_deref().unwrap_or("absent").as_bytes(),
+        ]),
+        observed: Vec::new(),
+        seen: std::sync::Arc::new(hash),
     })
 }
 

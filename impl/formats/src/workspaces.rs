@@ -11,7 +11,7 @@ use std::sync::Arc;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use tc_gate::{ConfirmationTargets, fingerprint_custom};
+use tc_gate::ConfirmationTargets;
 use tc_tools::{
     Annotations, ErrorCode, Gating, HandlerFailure, Precheck, Summary, TargetState, Tool, ToolCx,
     ToolError, ToolSpec,
@@ -200,15 +200,7 @@ impl Tool for SaveWorkspace {
         _args: &SaveWorkspaceArgs,
         _precheck: &Precheck<Saved>,
     ) -> Result<TargetState<Option<String>>, ToolError> {
-        let hash = settings::read(cx, FILE)?.hash;
-        Ok(TargetState {
-            fp: fingerprint_custom(&[
-                b"save_workspace",
-                hash.as_deref().unwrap_or("absent").as_bytes(),
-            ]),
-            observed: Vec::new(),
-            seen: Arc::new(hash),
-        })
+        settings::bound_state(cx, "save_workspace", FILE)
     }
 
     fn summary(
