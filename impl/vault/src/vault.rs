@@ -39,6 +39,7 @@ mod folders;
 mod journal;
 mod lock;
 mod snapshots;
+mod version_batches;
 mod versions;
 
 use atomic::{canonical_prefix, rename_no_clobber, sync_dir, sync_parent, write_atomic};

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use tempfile::NamedTempFile;
 
-use super::snapshots::{SnapshotKind, StagedSnapshot, file_mode};
+use super::version_batches::{StagedVersion, StagingBatch};
 use super::{KeptWrite, LockedNote, NoteContent, Vault, WriteOutcome, content_hash, sync_dir};
 use crate::error::{VaultError, VaultResult};
 use crate::path::VaultPath;
@@ -38,7 +38,7 @@ struct Staged {
     index: usize,
     target: PathBuf,
     temp: NamedTempFile,
-    version: Option<StagedSnapshot>,
+    version: Option<StagedVersion>,
 }
 
 #[cfg(test)]
@@ -107,6 +107,7 @@ impl Vault {
             }
         };
         // Read, judged and written beside its place, under the locks: nothing is replaced.
+        let mut batch: Option<StagingBatch> = None;
         let mut staged = Vec::with_capacity(targets.len());
         for (i, target) in targets {
             let item = items[i];
@@ -126,7 +127,7 @@ impl Vault {
                 results[i] = Some(Err(e));
                 continue;
             }
-            match self.stage(item, &target, current.as_ref()) {
+            match self.stage(&mut batch, item, &target, current.as_ref()) {
                 Ok((temp, version)) => staged.push(Staged {
                     index: i,
                     target,
@@ -143,7 +144,9 @@ impl Vault {
             match outcome {
                 Ok(()) => ready.push(one),
                 Err(e) => {
-                    discard_version(one.version.as_ref());
+                    if let Some(v) = &one.version {
+                        v.discard();
+                    }
                     let path = items[one.index].path;
                     results[one.index] =
                         Some(Err(VaultError::io(path.as_str(), "write", e).into()));
@@ -151,44 +154,36 @@ impl Vault {
             }
         }
         // The versions in place and durable before the first note is replaced.
-        let mut placed = Vec::with_capacity(ready.len());
-        for one in ready {
-            let renamed = match &one.version {
-                Some(v) => fs::rename(&v.partial, self.snapshot_dir.join(v.info.id.as_str())),
-                None => Ok(()),
-            };
-            match renamed {
-                Ok(()) => placed.push(one),
+        let kept: Vec<&StagedVersion> = ready
+            .iter()
+            .filter_map(|one| one.version.as_ref())
+            .collect();
+        let sealed = match batch {
+            Some(batch) if kept.is_empty() => {
+                batch.abandon();
+                None
+            }
+            Some(batch) => match batch.seal(self, &kept) {
+                Ok(sealed) => Some(sealed),
                 Err(e) => {
-                    discard_version(one.version.as_ref());
-                    let path = items[one.index].path;
-                    results[one.index] =
-                        Some(Err(
-                            VaultError::io(path.as_str(), "write snapshot", e).into()
-                        ));
+                    for one in ready {
+                        let path = items[one.index].path;
+                        results[one.index] = Some(Err(VaultError::io(
+                            path.as_str(),
+                            "write snapshot",
+                            std::io::Error::new(e.kind(), e.to_string()),
+                        )
+                        .into()));
+                    }
+                    return results
+                        .into_iter()
+                        .map(Option::unwrap_or_else_err)
+                        .collect();
                 }
-            }
-        }
-        if placed.iter().any(|one| one.version.is_some())
-            && let Err(e) = sync_dir(&self.snapshot_dir)
-        {
-            for one in placed {
-                if let Some(v) = &one.version {
-                    let _ = self.remove_snapshot(&v.info);
-                }
-                let path = items[one.index].path;
-                results[one.index] = Some(Err(VaultError::io(
-                    path.as_str(),
-                    "write snapshot",
-                    std::io::Error::new(e.kind(), e.to_string()),
-                )
-                .into()));
-            }
-            return results
-                .into_iter()
-                .map(Option::unwrap_or_else_err)
-                .collect();
-        }
+            },
+            None => None,
+        };
+        let placed = ready;
         // The notes replaced, each by an atomic rename, then each folder synced once.
         let mut folders: Vec<PathBuf> = Vec::new();
         let mut replaced = Vec::with_capacity(placed.len());
@@ -207,6 +202,11 @@ impl Vault {
             let path = items[one.index].path;
             match one.temp.persist(&one.target) {
                 Ok(_) => {
+                    if let Some(v) = &one.version
+                        && let Some(sealed) = &sealed
+                    {
+                        v.settle(sealed);
+                    }
                     if let Some(dir) = one.target.parent()
                         && !folders.iter().any(|f| f == dir)
                     {
@@ -215,8 +215,10 @@ impl Vault {
                     replaced.push((one.index, one.target, one.version));
                 }
                 Err(e) => {
-                    if let Some(v) = &one.version {
-                        let _ = self.remove_snapshot(&v.info);
+                    if let Some(v) = &one.version
+                        && let Some(sealed) = &sealed
+                    {
+                        v.discard_sealed(sealed);
                     }
                     results[one.index] =
                         Some(Err(VaultError::io(path.as_str(), "write", e.error).into()));
@@ -254,14 +256,15 @@ impl Vault {
             .collect()
     }
 
-    /// The note's new bytes in a temp file beside it and its version beside the versions'
-    /// place, neither synced yet.
+    /// The note's new bytes in a temp file beside it and its version in the batch's folder
+    /// (started with the first version), neither synced yet.
     fn stage(
         &self,
+        batch: &mut Option<StagingBatch>,
         item: BatchWrite<'_>,
         target: &Path,
         current: Option<&NoteContent>,
-    ) -> VaultResult<(NamedTempFile, Option<StagedSnapshot>)> {
+    ) -> VaultResult<(NamedTempFile, Option<StagedVersion>)> {
         let path = item.path;
         // As `keep_locked`: a regular, non-empty file is kept; a link is replaced, not its
         // target's content.
@@ -272,19 +275,24 @@ impl Vault {
             _ => None,
         };
         let version = match keep {
-            Some(content) => Some(self.stage_snapshot(
-                path,
-                &content.bytes,
-                file_mode(target),
-                SnapshotKind::Replaced,
-                false,
-            )?),
+            Some(content) => {
+                let folder = match batch {
+                    Some(folder) => folder,
+                    None => batch.insert(
+                        self.start_batch()
+                            .map_err(|e| VaultError::io(path.as_str(), "write snapshot", e))?,
+                    ),
+                };
+                Some(folder.stage(self, path, target, content)?)
+            }
             None => None,
         };
         match stage_note(path, target, item.bytes) {
             Ok(temp) => Ok((temp, version)),
             Err(e) => {
-                discard_version(version.as_ref());
+                if let Some(v) = &version {
+                    v.discard();
+                }
                 Err(e)
             }
         }
@@ -309,17 +317,11 @@ fn stage_note(path: &VaultPath, target: &Path, bytes: &[u8]) -> VaultResult<Name
     Ok(temp)
 }
 
-fn discard_version(version: Option<&StagedSnapshot>) {
-    if let Some(v) = version {
-        let _ = fs::remove_file(&v.partial);
-    }
-}
-
 /// Fsyncs every staged note and version, [`SYNCERS`] at a time; one result per item.
 fn sync_all_files(staged: &[Staged]) -> Vec<std::io::Result<()>> {
     in_parallel(staged, |one| {
         if let Some(v) = &one.version {
-            fs::File::open(&v.partial)?.sync_all()?;
+            v.sync()?;
         }
         one.temp.as_file().sync_all()
     })

@@ -20,6 +20,7 @@ use std::sync::atomic::Ordering;
 use serde::{Deserialize, Serialize};
 use tc_gate::private_fs::{create_private_dir_all, create_private_file};
 
+use super::version_batches::{batch_body, batch_headers, is_batch_name};
 use super::{
     Precondition, Vault, content_hash, not_found_or_io, note_metadata_nofollow, sync_dir,
     sync_parent,
@@ -193,19 +194,18 @@ impl Vault {
     /// The content a snapshot holds, checked against the hash recorded when it was taken
     /// (so the write gate can judge a restore before anything is written).
     pub fn read_snapshot(&self, info: &SnapshotInfo) -> VaultResult<Vec<u8>> {
-        let location = self.snapshot_dir.join(info.id.as_str());
-        let read = if location.is_dir() {
-            fs::read(location.join(SNAPSHOT_CONTENT))
-        } else {
-            fs::read(&location).map(|mut file| {
+        let read = self.locate(&info.id).and_then(|stored| match stored {
+            Stored::Folder(location) => fs::read(location.join(SNAPSHOT_CONTENT)),
+            Stored::File(location) => fs::read(&location).map(|mut file| {
                 let body = file
                     .iter()
                     .position(|b| *b == b'\n')
                     .map_or(file.len(), |n| n + 1);
                 file.drain(..body);
                 file
-            })
-        };
+            }),
+            Stored::InBatch { dir, .. } => fs::read(batch_body(&dir, &info.id)),
+        });
         let bytes = read.map_err(|e| VaultError::io(info.path.as_str(), "read snapshot", e))?;
         if content_hash(&bytes) != info.content_hash {
             return Err(VaultError::io(
@@ -220,12 +220,13 @@ impl Vault {
     /// The file mode the note had when it was deleted, when the snapshot recorded one
     /// (snapshots written before modes were recorded restore with the usual mode).
     pub(super) fn snapshot_mode(&self, info: &SnapshotInfo) -> Option<u32> {
-        let location = self.snapshot_dir.join(info.id.as_str());
-        let mode = if location.is_dir() {
-            let text = fs::read_to_string(location.join(SNAPSHOT_MODE)).ok()?;
-            u32::from_str_radix(text.trim(), 8).ok()?
-        } else {
-            read_header(&location).ok()?.mode?
+        let mode = match self.locate(&info.id).ok()? {
+            Stored::Folder(location) => {
+                let text = fs::read_to_string(location.join(SNAPSHOT_MODE)).ok()?;
+                u32::from_str_radix(text.trim(), 8).ok()?
+            }
+            Stored::File(location) => read_header(&location).ok()?.mode?,
+            Stored::InBatch { header, .. } => header.mode?,
         };
         Some(mode).filter(|mode| *mode <= 0o7777)
     }
@@ -269,8 +270,21 @@ impl Vault {
             let entry = entry.map_err(|e| {
                 VaultError::io(self.snapshot_dir.display().to_string(), "list snapshots", e)
             })?;
-            // Half-written snapshots (`.partial`) and foreign files are not snapshots.
-            let Some(id) = entry.file_name().to_str().and_then(SnapshotId::parse) else {
+            let name = entry.file_name();
+            let name = name.to_str().unwrap_or_default();
+            if is_batch_name(name) {
+                let headers = batch_headers(&entry.path()).unwrap_or_default();
+                found.extend(
+                    headers
+                        .into_iter()
+                        .map(|h| h.info)
+                        .filter(|info| path.is_none_or(|p| &info.path == p)),
+                );
+                continue;
+            }
+            // Half-written snapshots (`.partial`, `.staging`) and foreign files are not
+            // snapshots.
+            let Some(id) = SnapshotId::parse(name) else {
                 continue;
             };
             if let Ok(info) = self.load_snapshot(&id)
@@ -283,14 +297,41 @@ impl Vault {
         Ok(found)
     }
 
-    pub(super) fn load_snapshot(&self, id: &SnapshotId) -> io::Result<SnapshotInfo> {
+    /// Where snapshot `id` is stored: a file or folder named by it, or a batch folder that
+    /// holds its body.
+    pub(super) fn locate(&self, id: &SnapshotId) -> io::Result<Stored> {
         let location = self.snapshot_dir.join(id.as_str());
-        let info = if location.is_dir() {
-            let meta = fs::read(location.join(SNAPSHOT_META))?;
-            serde_json::from_slice(&meta)
-                .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?
-        } else {
-            read_header(&location)?.info
+        match fs::symlink_metadata(&location) {
+            Ok(meta) if meta.is_dir() => return Ok(Stored::Folder(location)),
+            Ok(_) => return Ok(Stored::File(location)),
+            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+            Err(_) => {}
+        }
+        for entry in fs::read_dir(&self.snapshot_dir)? {
+            let entry = entry?;
+            if !entry.file_name().to_str().is_some_and(is_batch_name) {
+                continue;
+            }
+            let dir = entry.path();
+            if !fs::symlink_metadata(batch_body(&dir, id)).is_ok_and(|m| m.is_file()) {
+                continue;
+            }
+            if let Some(header) = batch_headers(&dir)?.into_iter().find(|h| &h.info.id == id) {
+                return Ok(Stored::InBatch { dir, header });
+            }
+        }
+        Err(io::Error::new(io::ErrorKind::NotFound, "no such snapshot"))
+    }
+
+    pub(super) fn load_snapshot(&self, id: &SnapshotId) -> io::Result<SnapshotInfo> {
+        let info = match self.locate(id)? {
+            Stored::Folder(location) => {
+                let meta = fs::read(location.join(SNAPSHOT_META))?;
+                serde_json::from_slice(&meta)
+                    .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?
+            }
+            Stored::File(location) => read_header(&location)?.info,
+            Stored::InBatch { header, .. } => header.info,
         };
         if &info.id != id {
             return Err(io::Error::new(
@@ -332,15 +373,7 @@ impl Vault {
         kind: SnapshotKind,
         sync: bool,
     ) -> VaultResult<StagedSnapshot> {
-        let now = self.clock.now_ms();
-        let previous = self
-            .last_snapshot_ms
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |last| {
-                Some(now.max(last.saturating_add(1)))
-            })
-            .unwrap_or(now);
-        let created_ms = now.max(previous.saturating_add(1));
-        let id = SnapshotId(format!("{:013}-{}", created_ms.max(0), self.nonce_hex()));
+        let (id, created_ms) = self.next_snapshot_id();
         let info = SnapshotInfo {
             id: id.clone(),
             path: path.clone(),
@@ -370,6 +403,20 @@ impl Vault {
         Ok(StagedSnapshot { info, partial })
     }
 
+    /// A new snapshot id and its creation time, later than every earlier one's.
+    pub(super) fn next_snapshot_id(&self) -> (SnapshotId, i64) {
+        let now = self.clock.now_ms();
+        let previous = self
+            .last_snapshot_ms
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |last| {
+                Some(now.max(last.saturating_add(1)))
+            })
+            .unwrap_or(now);
+        let created_ms = now.max(previous.saturating_add(1));
+        let id = SnapshotId(format!("{:013}-{}", created_ms.max(0), self.nonce_hex()));
+        (id, created_ms)
+    }
+
     fn nonce_hex(&self) -> String {
         let mut nonce = [0u8; 8];
         self.entropy.fill(&mut nonce);
@@ -391,6 +438,17 @@ pub(super) fn file_mode(location: &Path) -> Option<u32> {
         let _ = location;
         None
     }
+}
+
+/// Where one snapshot is stored.
+#[derive(Debug)]
+pub(super) enum Stored {
+    /// One file: its header line, then the bytes.
+    File(PathBuf),
+    /// A folder of `meta.json`, `content` and `mode`, as older snapshots were stored.
+    Folder(PathBuf),
+    /// A body in a batch folder, with its line of the folder's index.
+    InBatch { dir: PathBuf, header: Header },
 }
 
 /// A snapshot written beside its place, waiting to be renamed into it.
@@ -417,14 +475,14 @@ pub(super) fn remove_snapshot_dir(dir: &Path) -> io::Result<()> {
     fs::remove_dir_all(dir)
 }
 
-/// The first line of a one-file snapshot.
+/// The first line of a one-file snapshot, and a line of a batch folder's index.
 #[derive(Debug, Serialize, Deserialize)]
-struct Header {
+pub(super) struct Header {
     #[serde(flatten)]
-    info: SnapshotInfo,
+    pub(super) info: SnapshotInfo,
     /// The permission bits of the file it was taken from, so a restore gives them back.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    mode: Option<u32>,
+    pub(super) mode: Option<u32>,
 }
 
 /// The longest header read: a path of 4,096 bytes escaped, with room to spare.

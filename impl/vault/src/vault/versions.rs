@@ -12,7 +12,8 @@ use std::fs;
 use std::io;
 use std::path::Path;
 
-use super::snapshots::{SnapshotKind, file_mode};
+use super::snapshots::{SnapshotKind, Stored, file_mode};
+use super::version_batches::{remove_from_batch, remove_stale_staging};
 use super::{
     LockedNote, Precondition, Vault, WriteOutcome, check_precondition, content_hash, current_state,
     sync_dir, write_atomic,
@@ -158,6 +159,7 @@ impl Vault {
     /// older than `max_age_ms`; returns how many went.
     pub fn prune_snapshots(&self, retention: &Retention) -> VaultResult<usize> {
         let now = self.clock.now_ms();
+        remove_stale_staging(&self.snapshot_dir);
         let mut per_path: HashMap<VaultPath, Vec<SnapshotInfo>> = HashMap::new();
         for info in self.snapshots(None)? {
             per_path.entry(info.path.clone()).or_default().push(info);
@@ -213,13 +215,12 @@ impl Vault {
     /// Removes one snapshot (a folder-stored one: its meta first, so it is never listed
     /// half removed).
     pub(super) fn remove_snapshot(&self, info: &SnapshotInfo) -> VaultResult<()> {
-        let location = self.snapshot_dir.join(info.id.as_str());
         let io_err = |e| VaultError::io(info.path.as_str(), "remove snapshot", e);
-        let removed = if location.is_dir() {
-            super::snapshots::remove_snapshot_dir(&location)
-        } else {
-            fs::remove_file(&location)
-        };
+        let removed = self.locate(&info.id).and_then(|stored| match stored {
+            Stored::Folder(location) => super::snapshots::remove_snapshot_dir(&location),
+            Stored::File(location) => fs::remove_file(&location),
+            Stored::InBatch { dir, .. } => remove_from_batch(&dir, &info.id),
+        });
         match removed {
             Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
