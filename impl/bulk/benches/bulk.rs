@@ -107,6 +107,42 @@ fn bench(c: &mut Criterion) {
         )
     });
     group.finish();
+
+    let mut group = c.benchmark_group("bulk_create_notes_1000");
+    group.sample_size(10);
+    let kept = std::cell::RefCell::new(Vec::new());
+    group.bench_function("confirmed_apply", |b| {
+        b.iter_batched(
+            || {
+                let fx = Fx::new();
+                let token = fx.require("bulk_create_notes", &create_args());
+                (fx, token)
+            },
+            |(fx, token)| {
+                let out = fx
+                    .call("bulk_create_notes", with_token(&create_args(), &token))
+                    .unwrap();
+                assert_eq!(out["created"], NOTES);
+                kept.borrow_mut().push(fx);
+            },
+            BatchSize::PerIteration,
+        )
+    });
+    drop(kept);
+    group.finish();
+}
+
+fn create_args() -> Value {
+    let items: Vec<Value> = (0..NOTES)
+        .map(|i| {
+            json!({
+                "path": format!("inbox/{:02}/{i:04}.md", i % 20),
+                "content": format!("# Note {i}\n\nSome text of the note, a paragraph long enough to look like one.\n"),
+                "frontmatter": {"status": "todo"},
+            })
+        })
+        .collect();
+    json!({"items": items})
 }
 
 criterion_group!(benches, bench);

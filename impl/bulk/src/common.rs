@@ -107,33 +107,3 @@ pub fn changed_lines(old: &str, new: &str) -> Vec<String> {
     );
     out
 }
-
-/// How many notes an applied bulk call writes at once: each write waits on its own fsyncs,
-/// so a few in flight overlap those waits even on a machine of two cores.
-pub const WRITERS: usize = 8;
-
-// r[impl bulk.apply.concurrent]
-/// `f` applied to every item, [`WRITERS`] at a time, the results in the items' order. Each
-/// write holds its own note's lock, so writes of different notes do not wait on each other.
-pub fn apply_all<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
-    if items.len() < 2 {
-        return items.iter().map(&f).collect();
-    }
-    let chunk = items.len().div_ceil(WRITERS);
-    std::thread::scope(|scope| {
-        let workers: Vec<_> = items
-            .chunks(chunk)
-            .map(|part| {
-                let f = &f;
-                scope.spawn(move || part.iter().map(f).collect::<Vec<R>>())
-            })
-            .collect();
-        workers
-            .into_iter()
-            .flat_map(|worker| match worker.join() {
-                Ok(done) => done,
-                Err(panic) => std::panic::resume_unwind(panic),
-            })
-            .collect()
-    })
-}

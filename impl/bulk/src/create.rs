@@ -8,7 +8,8 @@
 //! whole is refused as a whole. A dry run is the plan and is free; a real run always asks,
 //! once, with every path's content (a missing path a state of its own) in the binding, so a
 //! note appearing or changing at any of them between the request and the approval is drift.
-//! Applied, each item is written atomically under its lock and reported on its own.
+//! Applied, the items are written in batches under their notes' locks, each atomically and
+//! each reported on its own.
 
 use std::collections::BTreeMap;
 
@@ -17,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tc_gate::ConfirmationTargets;
 use tc_tools::note_write::{
-    check_observed, exists_error, guard_for, kind_for, not_found, note, preflight, prior_of,
+    check_observed, exists_error, kind_for, not_found, note, preflight, prior_of,
 };
 use tc_tools::{
     Annotations, Gating, HandlerFailure, Precheck, Summary, TargetState, Tool, ToolCx, ToolError,
@@ -27,8 +28,9 @@ use tc_vault::acl::AclOp;
 use tc_vault::conventions::WriteIntent;
 use tc_vault::frontmatter_edit;
 use tc_vault::path::VaultPath;
+use tc_vault::vault::BatchWrite;
 
-use crate::common::{ItemResult, apply_all, check_paths};
+use crate::common::{ItemResult, check_paths};
 
 /// What `bulk_create_notes` does with a path that holds a note.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
@@ -285,24 +287,30 @@ impl Tool for BulkCreateNotes {
             ))
             .map_err(HandlerFailure::ConventionBlockedBeforeWrite)?;
         }
-        let results = apply_all(writes, |write| {
-            let result = cx.vault().with_note_lock(&write.path, |locked| {
-                let current = locked.read_if_exists()?;
-                check_observed(state, &write.path, current.as_ref())?;
-                let guard = guard_for(current.as_ref());
-                // r[impl versions.keep.confirmed]
-                let hash = match current {
-                    Some(_) => locked.write_keeping(&write.new, &guard)?.outcome.hash,
-                    None => locked.write(&write.new, &guard)?.hash,
-                };
-                Ok::<_, HandlerFailure>((current.is_some(), hash))
-            });
-            match result {
-                Ok((true, hash)) => ItemResult::done(&write.path, "replaced", Some(hash)),
-                Ok((false, hash)) => ItemResult::done(&write.path, "created", Some(hash)),
-                Err(failure) => ItemResult::failed(&write.path, failure),
-            }
+        // r[impl bulk.apply.concurrent]
+        // The notes go to the vault in batches under their locks, so their versions, their
+        // new files and their renames share the waits on the disk.
+        let batch: Vec<BatchWrite<'_>> = writes
+            .iter()
+            .map(|write| BatchWrite {
+                path: &write.path,
+                bytes: &write.new,
+            })
+            .collect();
+        // r[impl versions.keep.confirmed]
+        let written = cx.vault().write_many_keeping(&batch, |i, current| {
+            check_observed(state, &writes[i].path, current)
         });
+        let results = writes
+            .iter()
+            .zip(written)
+            .map(|(write, result)| match result {
+                Ok(kept) if kept.outcome.created => {
+                    ItemResult::done(&write.path, "created", Some(kept.outcome.hash))
+                }
+                Ok(kept) => ItemResult::done(&write.path, "replaced", Some(kept.outcome.hash)),
+                Err(failure) => ItemResult::failed(&write.path, failure),
+            });
         let mut by_outcome: BTreeMap<&'static str, usize> = BTreeMap::new();
         for item in results {
             *by_outcome.entry(item.outcome).or_default() += 1;

@@ -1,5 +1,6 @@
-//! Many notes overwritten under one set of locks, each keeping what it replaces (spec/bulk.md
-//! `bulk.set-property.batched`, spec/versions.md `versions.keep.exact`).
+//! Many notes written under one set of locks, each keeping what it replaces (spec/bulk.md
+//! `bulk.set-property.batched`, `bulk.apply.concurrent`; spec/versions.md
+//! `versions.keep.exact`, `versions.keep.linked`).
 //!
 //! A note written alone pays four waits on the disk: its version's file and folder, its own
 //! file and folder. A batch pays them once per kind: every version and every note is written
@@ -10,10 +11,12 @@
 //! note is replaced by an atomic rename: a crash leaves it whole, as it was or as written.
 
 use std::fs;
+use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 
 use tempfile::NamedTempFile;
 
+use super::folders::{CreatedFolders, create_parent};
 use super::version_batches::{StagedVersion, StagingBatch};
 use super::{KeptWrite, LockedNote, NoteContent, Vault, WriteOutcome, content_hash, sync_dir};
 use crate::error::{VaultError, VaultResult};
@@ -26,7 +29,7 @@ pub const BATCH_NOTES: usize = 128;
 /// How many fsyncs a batch has in flight at once.
 const SYNCERS: usize = 8;
 
-/// One note a batch overwrites.
+/// One note a batch writes: over the note there, or as a new note where none is.
 #[derive(Debug, Clone, Copy)]
 pub struct BatchWrite<'a> {
     pub path: &'a VaultPath,
@@ -39,6 +42,10 @@ struct Staged {
     target: PathBuf,
     temp: NamedTempFile,
     version: Option<StagedVersion>,
+    /// No note was there under the lock: the note is created, never over one that appears.
+    creates: bool,
+    /// The folders made for a created note, removed again unless it lands.
+    folders: CreatedFolders,
 }
 
 #[cfg(test)]
@@ -51,10 +58,12 @@ thread_local! {
 
 impl Vault {
     // r[impl bulk.set-property.batched]
-    /// Overwrites each item's note with its bytes, [`BATCH_NOTES`] at a time under their
-    /// locks, once `check` (given the item's index and the note as read under its lock)
-    /// allows it; what each replaces is kept as a `replaced` version, durable before any
-    /// note of the batch is replaced. Returns each item's result, in order.
+    /// Writes each item's bytes at its path, [`BATCH_NOTES`] at a time under their locks,
+    /// once `check` (given the item's index and the note as read under its lock, `None`
+    /// where there is none) allows it: over the note there, keeping what it replaces as a
+    /// `replaced` version, durable before any note of the batch is replaced; or as a new
+    /// note, refused as [`VaultError::NoteExists`] if one appeared meanwhile. Returns each
+    /// item's result, in order.
     pub fn write_many_keeping<E: From<VaultError>>(
         &self,
         items: &[BatchWrite<'_>],
@@ -128,11 +137,13 @@ impl Vault {
                 continue;
             }
             match self.stage(&mut batch, item, &target, current.as_ref()) {
-                Ok((temp, version)) => staged.push(Staged {
+                Ok((temp, version, folders)) => staged.push(Staged {
                     index: i,
                     target,
                     temp,
                     version,
+                    creates: current.is_none(),
+                    folders,
                 }),
                 Err(e) => results[i] = Some(Err(e.into())),
             }
@@ -200,8 +211,14 @@ impl Vault {
             #[cfg(not(test))]
             let _ = n;
             let path = items[one.index].path;
-            match one.temp.persist(&one.target) {
+            let persisted = if one.creates {
+                one.temp.persist_noclobber(&one.target)
+            } else {
+                one.temp.persist(&one.target)
+            };
+            match persisted {
                 Ok(_) => {
+                    one.folders.keep();
                     if let Some(v) = &one.version
                         && let Some(sealed) = &sealed
                     {
@@ -212,7 +229,7 @@ impl Vault {
                     {
                         folders.push(dir.to_path_buf());
                     }
-                    replaced.push((one.index, one.target, one.version));
+                    replaced.push((one.index, one.target, one.version, one.creates));
                 }
                 Err(e) => {
                     if let Some(v) = &one.version
@@ -220,13 +237,19 @@ impl Vault {
                     {
                         v.discard_sealed(sealed);
                     }
-                    results[one.index] =
-                        Some(Err(VaultError::io(path.as_str(), "write", e.error).into()));
+                    let failure = if one.creates && e.error.kind() == ErrorKind::AlreadyExists {
+                        VaultError::NoteExists {
+                            path: path.as_str().to_owned(),
+                        }
+                    } else {
+                        VaultError::io(path.as_str(), "write", e.error)
+                    };
+                    results[one.index] = Some(Err(failure.into()));
                 }
             }
         }
         let folder_synced = sync_all_dirs(&folders);
-        for (index, target, version) in replaced {
+        for (index, target, version, created) in replaced {
             let path = items[index].path;
             let dir = target.parent().unwrap_or(Path::new("."));
             let failed = folders
@@ -244,7 +267,7 @@ impl Vault {
                 None => Ok(KeptWrite {
                     outcome: WriteOutcome {
                         hash: content_hash(items[index].bytes),
-                        created: false,
+                        created,
                     },
                     kept: version.map(|v| v.info),
                 }),
@@ -264,7 +287,7 @@ impl Vault {
         item: BatchWrite<'_>,
         target: &Path,
         current: Option<&NoteContent>,
-    ) -> VaultResult<(NamedTempFile, Option<StagedVersion>)> {
+    ) -> VaultResult<(NamedTempFile, Option<StagedVersion>, CreatedFolders)> {
         let path = item.path;
         // As `keep_locked`: a regular, non-empty file is kept; a link is replaced, not its
         // target's content.
@@ -288,7 +311,7 @@ impl Vault {
             None => None,
         };
         match stage_note(path, target, item.bytes) {
-            Ok(temp) => Ok((temp, version)),
+            Ok((temp, folders)) => Ok((temp, version, folders)),
             Err(e) => {
                 if let Some(v) = &version {
                     v.discard();
@@ -299,9 +322,15 @@ impl Vault {
     }
 }
 
-/// The note's new bytes in a temp file in its folder, with the note's own mode.
-fn stage_note(path: &VaultPath, target: &Path, bytes: &[u8]) -> VaultResult<NamedTempFile> {
+/// The note's new bytes in a temp file in its folder (made if missing), with the note's own
+/// mode (a new note's: the usual 0644 less the umask).
+fn stage_note(
+    path: &VaultPath,
+    target: &Path,
+    bytes: &[u8],
+) -> VaultResult<(NamedTempFile, CreatedFolders)> {
     use std::io::Write;
+    let mut folders = create_parent(path, target)?;
     let dir = target.parent().unwrap_or(Path::new("."));
     let io_err = |e| VaultError::io(path.as_str(), "write", e);
     let mut builder = tempfile::Builder::new();
@@ -312,9 +341,17 @@ fn stage_note(path: &VaultPath, target: &Path, bytes: &[u8]) -> VaultResult<Name
         let mode = fs::metadata(target).map_or(0o644, |m| m.permissions().mode() & 0o7777);
         builder.permissions(fs::Permissions::from_mode(mode));
     }
-    let mut temp = builder.tempfile_in(dir).map_err(io_err)?;
+    let mut temp = match builder.tempfile_in(dir) {
+        // Another writer's failed write removed a folder it had found empty: made again.
+        Err(e) if e.kind() == ErrorKind::NotFound => {
+            folders.absorb(create_parent(path, target)?);
+            builder.tempfile_in(dir)
+        }
+        made => made,
+    }
+    .map_err(io_err)?;
     temp.write_all(bytes).map_err(io_err)?;
-    Ok(temp)
+    Ok((temp, folders))
 }
 
 /// Fsyncs every staged note and version, [`SYNCERS`] at a time; one result per item.
@@ -463,5 +500,68 @@ mod tests {
             })
             .count();
         assert_eq!(partials, 0, "nothing left half written");
+    }
+
+    // r[verify bulk.apply.concurrent]
+    #[test]
+    fn a_batch_creates_notes_in_new_folders_and_never_over_one_that_appears() {
+        let f = TempVault::new().with_files(&[("old.md", "old")]);
+        let root = f.vault.root().path().to_path_buf();
+        let paths = [
+            p("old.md"),
+            p("new/deep/a.md"),
+            p("raced.md"),
+            p("refused/b.md"),
+        ];
+        let bytes = [
+            b"old!".to_vec(),
+            b"a".to_vec(),
+            b"mine".to_vec(),
+            b"b".to_vec(),
+        ];
+        let items: Vec<BatchWrite<'_>> = paths
+            .iter()
+            .zip(&bytes)
+            .map(|(path, bytes)| BatchWrite { path, bytes })
+            .collect();
+        let results = f.vault.write_many_keeping(&items, |i, current| {
+            match i {
+                0 => assert!(current.is_some()),
+                // Another program writes the note after the look under the lock.
+                2 => fs::write(root.join("raced.md"), "theirs").unwrap(),
+                3 => return Err(VaultError::io("", "check", std::io::Error::other("no"))),
+                _ => assert!(current.is_none()),
+            }
+            Ok(())
+        });
+        let replaced = results[0].as_ref().unwrap();
+        assert!(!replaced.outcome.created);
+        assert_eq!(
+            f.vault
+                .read_snapshot(replaced.kept.as_ref().unwrap())
+                .unwrap(),
+            b"old"
+        );
+        let created = results[1].as_ref().unwrap();
+        assert!(created.outcome.created && created.kept.is_none());
+        assert_eq!(fs::read(root.join("new/deep/a.md")).unwrap(), b"a");
+        assert!(matches!(results[2], Err(VaultError::NoteExists { .. })));
+        assert_eq!(fs::read(root.join("raced.md")).unwrap(), b"theirs");
+        assert!(results[3].is_err());
+        assert!(
+            !root.join("refused").exists(),
+            "no folder for a refused note"
+        );
+        let temps = fs::read_dir(&root)
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .file_name()
+                    .to_string_lossy()
+                    .ends_with(".tmp")
+            })
+            .count();
+        assert_eq!(temps, 0);
     }
 }
