@@ -305,6 +305,16 @@ impl Tool for ResetVaultCache {
                 .map_err(fail)?;
             tx.execute("DELETE FROM index_tag_counts WHERE vault = ?1", [&vault])
                 .map_err(fail)?;
+            // Property values and task lines are the notes' text as much as the chunks are.
+            for table in [
+                "index_properties",
+                "index_property_values",
+                "index_tasks",
+                "index_task_tags",
+            ] {
+                tx.execute(&format!("DELETE FROM {table} WHERE vault = ?1"), [&vault])
+                    .map_err(fail)?;
+            }
             index
                 .forget_stamps(&mut live, &tx)
                 .map_err(|_| ToolError::internal("clearing the vault cache"))?;

@@ -249,3 +249,48 @@ fn a_capture_committed_where_the_caller_may_not_read_is_not_listed() {
     assert!(!listed.to_string().contains("42000"), "{listed}");
     assert_eq!(listed["next_cursor"], serde_json::Value::Null);
 }
+
+/// The rows of `table` the vault has in cache.db.
+fn rows(fx: &Fx, table: &str) -> i64 {
+    let db = rusqlite::Connection::open(fx.cache().join("cache.db")).unwrap();
+    db.query_row(
+        &format!("SELECT count(*) FROM {table} WHERE vault = 'main'"),
+        [],
+        |row| row.get(0),
+    )
+    .unwrap()
+}
+
+// r[verify index.reset]
+#[test]
+fn a_reset_clears_the_property_and_task_rows_and_the_next_answer_rebuilds_them() {
+    let fx = Fx::new();
+    fx.put(
+        "a.md",
+        "---\ncode: private value\n---\n# A\n\n- [ ] ring the plumber #call\n",
+    );
+    indexed(&fx);
+    let tables = [
+        "index_properties",
+        "index_property_values",
+        "index_tasks",
+        "index_task_tags",
+    ];
+    for table in tables {
+        assert!(rows(&fx, table) > 0, "{table} was filled");
+    }
+    let args = json!({"include": {"chunks": true}});
+    let token = fx.require("reset_vault_cache", &args);
+    fx.call("reset_vault_cache", with_token(&args, &token))
+        .unwrap();
+    for table in tables {
+        assert_eq!(rows(&fx, table), 0, "{table} was cleared");
+    }
+    let found = fx
+        .call("search_notes", json!({"query": "plumber"}))
+        .unwrap();
+    assert_eq!(found["results"][0]["path"], "a.md");
+    for table in tables {
+        assert!(rows(&fx, table) > 0, "{table} was rebuilt");
+    }
+}
