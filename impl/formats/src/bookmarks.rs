@@ -14,8 +14,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tc_gate::ConfirmationTargets;
 use tc_tools::{
-    Annotations, Gating, HandlerFailure, Precheck, Summary, TargetState, Tool, ToolCx, ToolError,
-    ToolSpec,
+    Annotations, Gating, HandlerFailure, KeysetPaging, Precheck, Summary, TargetState, Tool,
+    ToolCx, ToolError, ToolSpec,
 };
 use tc_vault::acl::AclOp;
 use tc_vault::path::VaultPath;
@@ -94,15 +94,25 @@ fn items_mut(json: &mut Json) -> Option<&mut Vec<Json>> {
 
 // ------------------------------------------------------------------ list_bookmarks
 
-#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ListBookmarksArgs {}
+pub struct ListBookmarksArgs {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 4096))]
+    pub cursor: Option<String>,
+    /// Page size cap.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1024))]
+    pub max_bytes: Option<u64>,
+}
 
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct ListBookmarksOutput {
     /// Each bookmark's fields, with `group` (the titles of its groups, joined by `/`).
     pub bookmarks: Vec<Value>,
+    /// Every group, on the first page.
     pub groups: Vec<String>,
+    pub next_cursor: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -148,7 +158,7 @@ impl Tool for ListBookmarks {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "list_bookmarks",
-            description: "List the bookmarks (notes, folders, URLs, searches) with their groups.",
+            description: "List the bookmarks (notes, folders, URLs, searches) with their groups, in pages.",
             annotations: Annotations::READS,
             scopes: &["read:bookmarks"],
             changes_notes: false,
@@ -160,22 +170,52 @@ impl Tool for ListBookmarks {
         Ok(Precheck::free())
     }
 
+    // r[impl formats.bookmarks.list-pages]
     fn run(
         &self,
         cx: &ToolCx<'_>,
-        _args: &ListBookmarksArgs,
+        args: &ListBookmarksArgs,
         _precheck: &Precheck,
         _state: &TargetState,
     ) -> Result<ListBookmarksOutput, HandlerFailure> {
         let file = settings::read(cx, FILE)?;
-        let mut out = ListBookmarksOutput {
+        let mut all = ListBookmarksOutput {
             bookmarks: Vec::new(),
             groups: Vec::new(),
+            next_cursor: None,
         };
         if let Some(Json::Array(items)) = file.json.get("items") {
-            flatten(cx, items, "", &mut out);
+            flatten(cx, items, "", &mut all);
         }
-        Ok(out)
+        // A cursor resumes after a bookmark's place in the file it was issued for: bound to
+        // that file's hash, so a file changed between pages refuses the cursor rather than
+        // skip or repeat a bookmark.
+        let paging = KeysetPaging::open(
+            cx,
+            "list_bookmarks",
+            &serde_json::json!({"vault": cx.vault().id(), "file": file.hash}),
+            args.cursor.as_deref(),
+            args.max_bytes,
+        )?;
+        let start = match paging.after.as_deref() {
+            None => 0,
+            Some(key) => key
+                .parse::<usize>()
+                .map_err(|_| ToolError::internal("reading the cursor's place"))?
+                .saturating_add(1),
+        };
+        let entries = all
+            .bookmarks
+            .into_iter()
+            .enumerate()
+            .skip(start)
+            .map(|(place, bookmark)| (format!("{place:08}"), bookmark));
+        let (bookmarks, last) = paging.fill(entries)?;
+        Ok(ListBookmarksOutput {
+            bookmarks,
+            groups: if start == 0 { all.groups } else { Vec::new() },
+            next_cursor: last.map(|key| paging.next(cx, &key)).transpose()?,
+        })
     }
 }
 

@@ -67,7 +67,7 @@ fn list_bookmarks_flattens_groups_and_leaves_out_what_the_caller_may_not_read() 
     let fx = Fx::new();
     assert_eq!(
         fx.call("list_bookmarks", json!({})).unwrap(),
-        json!({"bookmarks": [], "groups": []})
+        json!({"bookmarks": [], "groups": [], "next_cursor": null})
     );
     vault(&fx);
     let out = fx.call("list_bookmarks", json!({})).unwrap();
@@ -85,6 +85,65 @@ fn list_bookmarks_flattens_groups_and_leaves_out_what_the_caller_may_not_read() 
         .filter_map(|b| b.get("path"))
         .collect();
     assert_eq!(paths, vec![&json!("notes/plan.md")]);
+}
+
+// r[verify formats.bookmarks.list-pages]
+#[test]
+fn list_bookmarks_pages_in_file_order_and_refuses_a_cursor_of_a_changed_file() {
+    let fx = Fx::new();
+    let group = |g: usize| {
+        let items: Vec<Value> = (0..100)
+            .map(|i| json!({"type": "url", "url": format!("https://example.org/{g}/{i}"), "title": format!("Link {g}.{i}")}))
+            .collect();
+        json!({"type": "group", "title": format!("G{g}"), "items": items})
+    };
+    let file = json!({"items": [group(0), group(1), group(2)]});
+    fx.put(BOOKMARKS, &serde_json::to_string_pretty(&file).unwrap());
+    let whole = fx.call("list_bookmarks", json!({})).unwrap();
+    assert_eq!(whole["bookmarks"].as_array().unwrap().len(), 300);
+    assert!(
+        whole["next_cursor"].is_null(),
+        "the default page holds them"
+    );
+
+    let mut walked: Vec<Value> = Vec::new();
+    let mut pages = 0;
+    let mut args = json!({"max_bytes": 2048});
+    loop {
+        let page = fx.call("list_bookmarks", args.clone()).unwrap();
+        pages += 1;
+        let groups = page["groups"].as_array().unwrap().len();
+        assert_eq!(
+            groups,
+            if pages == 1 { 3 } else { 0 },
+            "groups on the first page"
+        );
+        walked.extend(page["bookmarks"].as_array().unwrap().iter().cloned());
+        match page["next_cursor"].as_str() {
+            Some(cursor) => args = json!({"max_bytes": 2048, "cursor": cursor}),
+            None => break,
+        }
+    }
+    assert!(pages > 5, "{pages} pages");
+    assert_eq!(walked, whole["bookmarks"].as_array().unwrap().clone());
+
+    let first = fx
+        .call("list_bookmarks", json!({"max_bytes": 2048}))
+        .unwrap();
+    let cursor = first["next_cursor"].as_str().unwrap().to_owned();
+    let mut changed = file.clone();
+    changed["items"][0]["items"]
+        .as_array_mut()
+        .unwrap()
+        .remove(0);
+    fx.put(BOOKMARKS, &serde_json::to_string_pretty(&changed).unwrap());
+    let refused = fx
+        .call(
+            "list_bookmarks",
+            json!({"max_bytes": 2048, "cursor": cursor}),
+        )
+        .unwrap_err();
+    assert_eq!(refused.code, ErrorCode::InvalidInput, "{refused}");
 }
 
 // r[verify formats.bookmarks.add]
