@@ -150,8 +150,13 @@ pub fn merge(content: &str, data: &Map<String, Json>) -> Result<String, Frontmat
                         let value_part = &new[new.find(':').map_or(0, |c| c + 1)..];
                         let raw_key_end = line.find(':').unwrap_or(0);
                         new = format!("{}:{value_part}", &line[..raw_key_end]);
-                        if let Some(comment) = trailing_comment(&yaml[entry.start..text_end]) {
-                            new.push(' ');
+                        let old_text = &yaml[entry.start..text_end];
+                        if let Some(comment) = trailing_comment(old_text) {
+                            // The comment keeps the spaces that set it off, as written.
+                            let code = old_text.trim_end();
+                            let before = &code[..code.len() - comment.len()];
+                            let gap = &before[before.trim_end_matches([' ', '\t']).len()..];
+                            new.push_str(if gap.is_empty() { " " } else { gap });
                             new.push_str(comment);
                         }
                     }
@@ -605,6 +610,22 @@ mod tests {
         assert!(out.ends_with("---\nbody # not yaml\n"));
         // The same value again is a byte no-op.
         assert_eq!(merge(NOTE, &data(json!({"author": "Ada"}))).unwrap(), NOTE);
+        // A changed value keeps its comment and the spaces that set the comment off.
+        assert_eq!(
+            merge(NOTE, &data(json!({"author": "Grace"}))).unwrap(),
+            NOTE.replace("'Ada'   #", "Grace   #")
+        );
+        let tabbed = "---
+status: todo	# tab
+---
+";
+        assert_eq!(
+            merge(tabbed, &data(json!({"status": "done"}))).unwrap(),
+            "---
+status: done	# tab
+---
+"
+        );
     }
 
     // r[verify vault.frontmatter.lossless]
