@@ -156,3 +156,37 @@ fn the_watcher_reindexes_a_change_before_any_call() {
     assert_eq!(seen(), 1, "indexed by the watcher, no call made");
     drop(index);
 }
+
+// r[verify vault.write.temps-swept]
+#[test]
+fn the_scan_sweeps_the_temp_files_a_killed_write_left_and_nothing_else() {
+    let fx = Fx::new();
+    fx.put("notes/a.md", "alpha\n");
+    let dir = fx.root.join("notes");
+    let aged = |name: &str| {
+        let location = dir.join(name);
+        std::fs::write(&location, "text no note showed").unwrap();
+        let old = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+        std::fs::File::options()
+            .write(true)
+            .open(&location)
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+        location
+    };
+    let left = aged(".tc-write-AbC123.tmp");
+    let live = dir.join(".tc-write-live01.tmp");
+    std::fs::write(&live, "a write under way").unwrap();
+    // Not a write's temp file: a delete's note set aside, and a file of the user's own.
+    let aside = aged(".tc-delete-0123456789abcdef.tmp");
+    let own = aged(".tc-write-notes.md");
+    indexed(&fx);
+    assert!(!left.exists(), "the stale temp file is swept");
+    assert!(live.exists(), "a fresh one may belong to a live write");
+    assert!(aside.exists() && own.exists());
+    assert_eq!(
+        std::fs::read_to_string(dir.join("a.md")).unwrap(),
+        "alpha\n"
+    );
+}

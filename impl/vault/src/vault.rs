@@ -45,6 +45,7 @@ mod versions;
 use atomic::{canonical_prefix, rename_no_clobber, sync_dir, sync_parent, write_atomic};
 use folders::{create_parent, parent_missing};
 
+pub use atomic::{STALE_WRITE_TEMP, remove_stale_write_temp};
 pub use batch::{BATCH_NOTES, BatchWrite};
 pub use journal::{MoveOutcome, RecoveredMove, Rewrite};
 pub use snapshots::{SnapshotId, SnapshotInfo, SnapshotKind, snapshot_dir_for};

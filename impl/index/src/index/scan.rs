@@ -98,6 +98,8 @@ pub(crate) fn scan_folder(
                 continue;
             };
             if name.starts_with('.') {
+                // A write's temp file a killed process left is swept as the scan passes.
+                tc_vault::vault::remove_stale_write_temp(&entry.path(), &name);
                 continue;
             }
             let Ok(file_type) = entry.file_type() else {

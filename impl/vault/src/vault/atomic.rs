@@ -11,6 +11,34 @@ use super::not_found_or_io;
 use crate::error::{VaultError, VaultResult};
 use crate::path::VaultPath;
 
+/// The name a write's temp file starts with; it ends in [`WRITE_TEMP_SUFFIX`]. Hidden, so
+/// Obsidian and the index never take it for a note.
+pub const WRITE_TEMP_PREFIX: &str = ".tc-write-";
+pub const WRITE_TEMP_SUFFIX: &str = ".tmp";
+
+/// How old a write's temp file must be before a scan takes it for one a dead process left:
+/// a live write renames its temp files within seconds.
+pub const STALE_WRITE_TEMP: std::time::Duration = std::time::Duration::from_secs(10 * 60);
+
+// r[impl vault.write.temps-swept]
+/// Removes the file at `location`, named `name`, if it is a write's temp file older than
+/// [`STALE_WRITE_TEMP`]: one a process killed mid-write left behind. It holds only bytes no
+/// note ever showed. Returns whether it was removed.
+pub fn remove_stale_write_temp(location: &Path, name: &str) -> bool {
+    if !(name.starts_with(WRITE_TEMP_PREFIX) && name.ends_with(WRITE_TEMP_SUFFIX)) {
+        return false;
+    }
+    let stale = fs::symlink_metadata(location).is_ok_and(|meta| {
+        meta.is_file()
+            && meta
+                .modified()
+                .ok()
+                .and_then(|at| at.elapsed().ok())
+                .is_some_and(|age| age > STALE_WRITE_TEMP)
+    });
+    stale && fs::remove_file(location).is_ok()
+}
+
 /// Writes `bytes` at `target` atomically: a temp file in the target's folder → write → fsync →
 /// rename → fsync the folder.
 pub(super) fn write_atomic(
@@ -24,7 +52,7 @@ pub(super) fn write_atomic(
     let dir = target.parent().unwrap_or(Path::new("."));
     let io_err = |e| VaultError::io(path.as_str(), "write", e);
     let mut builder = tempfile::Builder::new();
-    builder.prefix(".tc-write-").suffix(".tmp");
+    builder.prefix(WRITE_TEMP_PREFIX).suffix(WRITE_TEMP_SUFFIX);
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;

@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 
 use tempfile::NamedTempFile;
 
+use super::atomic::{WRITE_TEMP_PREFIX, WRITE_TEMP_SUFFIX};
 use super::folders::{CreatedFolders, create_parent};
 use super::version_batches::{StagedVersion, StagingBatch};
 use super::{KeptWrite, LockedNote, NoteContent, Vault, WriteOutcome, content_hash, sync_dir};
@@ -334,7 +335,7 @@ fn stage_note(
     let dir = target.parent().unwrap_or(Path::new("."));
     let io_err = |e| VaultError::io(path.as_str(), "write", e);
     let mut builder = tempfile::Builder::new();
-    builder.prefix(".tc-write-").suffix(".tmp");
+    builder.prefix(WRITE_TEMP_PREFIX).suffix(WRITE_TEMP_SUFFIX);
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
