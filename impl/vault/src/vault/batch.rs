@@ -3,12 +3,15 @@
 //! `versions.keep.exact`, `versions.keep.linked`).
 //!
 //! A note written alone pays four waits on the disk: its version's file and folder, its own
-//! file and folder. A batch pays them once per kind: every version and every note is written
-//! beside its place, all of them are fsynced together (the file system commits concurrent
-//! fsyncs as one), the versions are renamed into place and their folder synced once, and
-//! only then are the notes renamed over the old ones and each folder synced once. So every
-//! version of a batch is durable before the first note it protects is replaced, and each
-//! note is replaced by an atomic rename: a crash leaves it whole, as it was or as written.
+//! file and folder. A batch pays them once per kind: every note's new bytes go to a temp file
+//! beside it and every replaced note is kept in the batch's version folder (a second link to
+//! the old file where it can, `vault/version_batches.rs`), all of them are fsynced together
+//! (the file system commits concurrent fsyncs as one), the version folder is sealed by one
+//! rename and one folder sync, and only then are the notes renamed over the old ones (or,
+//! for a note that was not there, beside nothing, never over one that appeared) and each
+//! folder synced once. So every version of a batch is durable before the first note it
+//! protects is replaced, and each note is replaced by an atomic rename: a crash leaves it
+//! whole, as it was or as written.
 
 use std::fs;
 use std::io::ErrorKind;
@@ -195,11 +198,10 @@ impl Vault {
             },
             None => None,
         };
-        let placed = ready;
         // The notes replaced, each by an atomic rename, then each folder synced once.
         let mut folders: Vec<PathBuf> = Vec::new();
-        let mut replaced = Vec::with_capacity(placed.len());
-        for (n, one) in placed.into_iter().enumerate() {
+        let mut replaced = Vec::with_capacity(ready.len());
+        for (n, one) in ready.into_iter().enumerate() {
             #[cfg(test)]
             if STOP_AFTER_RENAMES.with(|stop| stop.get()) == Some(n) {
                 // A crash: nothing is cleaned up, nothing more is done.
