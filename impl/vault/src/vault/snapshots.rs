@@ -254,6 +254,18 @@ impl Vault {
 
     /// Every stored snapshot (of `path` only, when given), oldest first.
     pub fn snapshots(&self, path: Option<&VaultPath>) -> VaultResult<Vec<SnapshotInfo>> {
+        Ok(self
+            .placed_snapshots(path)?
+            .into_iter()
+            .map(|(info, _)| info)
+            .collect())
+    }
+
+    /// [`Vault::snapshots`], each with where it is stored.
+    pub(super) fn placed_snapshots(
+        &self,
+        path: Option<&VaultPath>,
+    ) -> VaultResult<Vec<(SnapshotInfo, Place)>> {
         let entries = match fs::read_dir(&self.snapshot_dir) {
             Ok(entries) => entries,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -273,12 +285,13 @@ impl Vault {
             let name = entry.file_name();
             let name = name.to_str().unwrap_or_default();
             if is_batch_name(name) {
-                let headers = batch_headers(&entry.path()).unwrap_or_default();
+                let dir = entry.path();
+                let headers = batch_headers(&dir).unwrap_or_default();
                 found.extend(
                     headers
                         .into_iter()
-                        .map(|h| h.info)
-                        .filter(|info| path.is_none_or(|p| &info.path == p)),
+                        .filter(|h| path.is_none_or(|p| &h.info.path == p))
+                        .map(|h| (h.info, Place::InBatch(dir.clone()))),
                 );
                 continue;
             }
@@ -290,10 +303,15 @@ impl Vault {
             if let Ok(info) = self.load_snapshot(&id)
                 && path.is_none_or(|p| &info.path == p)
             {
-                found.push(info);
+                let place = if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                    Place::Folder(entry.path())
+                } else {
+                    Place::File(entry.path())
+                };
+                found.push((info, place));
             }
         }
-        found.sort_by(|a, b| (a.created_ms, &a.id).cmp(&(b.created_ms, &b.id)));
+        found.sort_by(|(a, _), (b, _)| (a.created_ms, &a.id).cmp(&(b.created_ms, &b.id)));
         Ok(found)
     }
 
@@ -437,6 +455,25 @@ pub(super) fn file_mode(location: &Path) -> Option<u32> {
     {
         let _ = location;
         None
+    }
+}
+
+/// Where a listed snapshot is stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Place {
+    File(PathBuf),
+    Folder(PathBuf),
+    /// A body in this batch folder.
+    InBatch(PathBuf),
+}
+
+impl From<Stored> for Place {
+    fn from(stored: Stored) -> Place {
+        match stored {
+            Stored::File(location) => Place::File(location),
+            Stored::Folder(location) => Place::Folder(location),
+            Stored::InBatch { dir, .. } => Place::InBatch(dir),
+        }
     }
 }
 

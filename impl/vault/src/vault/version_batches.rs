@@ -70,7 +70,7 @@ impl StagedVersion {
     /// The note was not replaced after all: its body goes from the sealed folder (the entry
     /// without it is no version).
     pub(super) fn discard_sealed(&self, sealed: &Path) {
-        let _ = remove_from_batch(sealed, &self.info.id);
+        let _ = remove_from_batch(sealed, &[&self.info.id]);
     }
 
     // r[impl versions.private]
@@ -231,14 +231,16 @@ pub(super) fn batch_body(dir: &Path, id: &SnapshotId) -> PathBuf {
     dir.join(id.as_str())
 }
 
-/// Removes version `id` from the batch folder `dir`: its body, then its entry (the index
-/// rewritten without it and without any entry whose body is gone), then the folder when
-/// nothing is left. Callers sharing the folder take turns on its lock.
-pub(super) fn remove_from_batch(dir: &Path, id: &SnapshotId) -> io::Result<()> {
+/// Removes the versions `ids` from the batch folder `dir`: their bodies, then their entries
+/// (the index rewritten once without them and without any entry whose body is gone), then
+/// the folder when nothing is left. Callers sharing the folder take turns on its lock.
+pub(super) fn remove_from_batch(dir: &Path, ids: &[&SnapshotId]) -> io::Result<()> {
     let _turn = lock_folder(dir)?;
-    match fs::remove_file(dir.join(id.as_str())) {
-        Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
-        _ => {}
+    for id in ids {
+        match fs::remove_file(dir.join(id.as_str())) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
     }
     let remaining = batch_headers(dir)?;
     if remaining.is_empty() {
@@ -414,6 +416,28 @@ mod tests {
         assert!(f.vault.snapshots(None).unwrap().is_empty());
         let folders = fs::read_dir(f.vault.snapshot_dir()).unwrap().count();
         assert_eq!(folders, 0, "no batch folder is left behind");
+    }
+
+    // r[verify versions.retention.sweep]
+    #[test]
+    fn the_sweeper_removes_a_whole_batch_at_once_and_keeps_the_newest() {
+        let f = TempVault::new();
+        let paths: Vec<VaultPath> = (0..5).map(|i| p(&format!("n{i}.md"))).collect();
+        for path in &paths {
+            f.put(path.as_str(), "first");
+        }
+        write_all(&f, &paths, &vec![b"second".to_vec(); 5]);
+        write_all(&f, &paths, &vec![b"third".to_vec(); 5]);
+        assert_eq!(f.vault.snapshots(None).unwrap().len(), 10);
+        // One version a path: the older batch goes whole, folder and all.
+        assert_eq!(f.vault.prune_snapshots(&Retention::new(1, 30)).unwrap(), 5);
+        let left = f.vault.snapshots(None).unwrap();
+        assert_eq!(left.len(), 5);
+        for info in &left {
+            assert_eq!(f.vault.read_snapshot(info).unwrap(), b"second");
+        }
+        let folders = fs::read_dir(f.vault.snapshot_dir()).unwrap().count();
+        assert_eq!(folders, 1);
     }
 
     #[test]

@@ -12,7 +12,7 @@ use std::fs;
 use std::io;
 use std::path::Path;
 
-use super::snapshots::{SnapshotKind, Stored, file_mode};
+use super::snapshots::{Place, SnapshotId, SnapshotKind, file_mode};
 use super::version_batches::{remove_from_batch, remove_stale_staging};
 use super::{
     LockedNote, Precondition, Vault, WriteOutcome, check_precondition, content_hash, current_state,
@@ -160,33 +160,77 @@ impl Vault {
     pub fn prune_snapshots(&self, retention: &Retention) -> VaultResult<usize> {
         let now = self.clock.now_ms();
         remove_stale_staging(&self.snapshot_dir);
-        let mut per_path: HashMap<VaultPath, Vec<SnapshotInfo>> = HashMap::new();
-        for info in self.snapshots(None)? {
-            per_path.entry(info.path.clone()).or_default().push(info);
+        let mut per_path: HashMap<VaultPath, Vec<(SnapshotInfo, Place)>> = HashMap::new();
+        for (info, place) in self.placed_snapshots(None)? {
+            per_path
+                .entry(info.path.clone())
+                .or_default()
+                .push((info, place));
         }
-        let mut removed = 0;
-        for mut infos in per_path.into_values() {
+        let mut doomed = Vec::new();
+        for mut placed in per_path.into_values() {
             // Newest first: the first `keep_per_path` may stay if they are young enough.
-            infos.sort_by(|a, b| (b.created_ms, &b.id).cmp(&(a.created_ms, &a.id)));
-            for (rank, info) in infos.iter().enumerate() {
-                let too_old = now.saturating_sub(info.created_ms) > retention.max_age_ms;
+            placed.sort_by(|(a, _), (b, _)| (b.created_ms, &b.id).cmp(&(a.created_ms, &a.id)));
+            for (rank, one) in placed.into_iter().enumerate() {
+                let too_old = now.saturating_sub(one.0.created_ms) > retention.max_age_ms;
                 if rank >= retention.keep_per_path || too_old {
-                    self.remove_snapshot(info)?;
-                    removed += 1;
+                    doomed.push(one);
                 }
             }
         }
-        Ok(removed)
+        self.remove_placed(&doomed)?;
+        Ok(doomed.len())
     }
 
     // r[impl versions.permanent]
     /// Removes every snapshot of `path` (a permanent delete keeps nothing of the file).
     pub fn purge_snapshots(&self, path: &VaultPath) -> VaultResult<usize> {
-        let infos = self.snapshots(Some(path))?;
-        for info in &infos {
-            self.remove_snapshot(info)?;
+        let doomed = self.placed_snapshots(Some(path))?;
+        self.remove_placed(&doomed)?;
+        Ok(doomed.len())
+    }
+
+    /// Removes the listed snapshots: each file or folder, and the versions of one batch folder
+    /// together (its index rewritten once); the snapshot folder synced once.
+    fn remove_placed(&self, doomed: &[(SnapshotInfo, Place)]) -> VaultResult<()> {
+        let mut batches: HashMap<&Path, Vec<&SnapshotId>> = HashMap::new();
+        for (info, place) in doomed {
+            let io_err = |e| VaultError::io(info.path.as_str(), "remove snapshot", e);
+            let removed = match place {
+                Place::Folder(location) => super::snapshots::remove_snapshot_dir(location),
+                Place::File(location) => fs::remove_file(location),
+                Place::InBatch(dir) => {
+                    batches.entry(dir.as_path()).or_default().push(&info.id);
+                    Ok(())
+                }
+            };
+            match removed {
+                Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(io_err(e)),
+                _ => {}
+            }
         }
-        Ok(infos.len())
+        for (dir, ids) in batches {
+            match remove_from_batch(dir, &ids) {
+                Err(e) if e.kind() != io::ErrorKind::NotFound => {
+                    return Err(VaultError::io(
+                        dir.display().to_string(),
+                        "remove snapshot",
+                        e,
+                    ));
+                }
+                _ => {}
+            }
+        }
+        if doomed.is_empty() {
+            return Ok(());
+        }
+        sync_dir(&self.snapshot_dir).map_err(|e| {
+            VaultError::io(
+                self.snapshot_dir.display().to_string(),
+                "remove snapshot",
+                e,
+            )
+        })
     }
 
     /// Deletes a file for good and every snapshot of its path (`delete_note` with
@@ -215,18 +259,11 @@ impl Vault {
     /// Removes one snapshot (a folder-stored one: its meta first, so it is never listed
     /// half removed).
     pub(super) fn remove_snapshot(&self, info: &SnapshotInfo) -> VaultResult<()> {
-        let io_err = |e| VaultError::io(info.path.as_str(), "remove snapshot", e);
-        let removed = self.locate(&info.id).and_then(|stored| match stored {
-            Stored::Folder(location) => super::snapshots::remove_snapshot_dir(&location),
-            Stored::File(location) => fs::remove_file(&location),
-            Stored::InBatch { dir, .. } => remove_from_batch(&dir, &info.id),
-        });
-        match removed {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => return Err(io_err(e)),
+        match self.locate(&info.id) {
+            Ok(stored) => self.remove_placed(&[(info.clone(), Place::from(stored))]),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(VaultError::io(info.path.as_str(), "remove snapshot", e)),
         }
-        sync_dir(&self.snapshot_dir).map_err(io_err)
     }
 }
 
