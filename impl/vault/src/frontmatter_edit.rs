@@ -149,7 +149,18 @@ pub fn merge(content: &str, data: &Map<String, Json>) -> Result<String, Frontmat
                     {
                         let value_part = &new[new.find(':').map_or(0, |c| c + 1)..];
                         let raw_key_end = line.find(':').unwrap_or(0);
-                        new = format!("{}:{value_part}", &line[..raw_key_end]);
+                        // The value keeps the spaces that set it off from its key, as written
+                        // (a block whose values are aligned stays aligned).
+                        let value = value_part.trim_start_matches(' ');
+                        let old_after = &line[(raw_key_end + 1).min(line.len())..];
+                        let old_gap =
+                            &old_after[..old_after.len() - old_after.trim_start_matches(' ').len()];
+                        let gap = if old_gap.is_empty() || value.is_empty() {
+                            &value_part[..value_part.len() - value.len()]
+                        } else {
+                            old_gap
+                        };
+                        new = format!("{}:{gap}{value}", &line[..raw_key_end]);
                         let old_text = &yaml[entry.start..text_end];
                         if let Some(comment) = trailing_comment(old_text) {
                             // The comment keeps the spaces that set it off, as written.
@@ -615,16 +626,15 @@ mod tests {
             merge(NOTE, &data(json!({"author": "Grace"}))).unwrap(),
             NOTE.replace("'Ada'   #", "Grace   #")
         );
-        let tabbed = "---
-status: todo	# tab
----
-";
+        let aligned = "---\nstatus:   todo    # spaced\npriority: 2         # number\n---\n";
+        assert_eq!(
+            merge(aligned, &data(json!({"status": "done", "priority": 3}))).unwrap(),
+            "---\nstatus:   done    # spaced\npriority: 3         # number\n---\n"
+        );
+        let tabbed = "---\nstatus: todo\t# tab\n---\n";
         assert_eq!(
             merge(tabbed, &data(json!({"status": "done"}))).unwrap(),
-            "---
-status: done	# tab
----
-"
+            "---\nstatus: done\t# tab\n---\n"
         );
     }
 
