@@ -418,6 +418,26 @@ mod tests {
         assert_eq!(folders, 0, "no batch folder is left behind");
     }
 
+    #[test]
+    fn removing_a_version_already_gone_is_no_error_and_keeps_the_rest() {
+        let f = TempVault::new().with_files(&[("a.md", "old a"), ("b.md", "old b")]);
+        write_all(
+            &f,
+            &[p("a.md"), p("b.md")],
+            &[b"new a".to_vec(), b"new b".to_vec()],
+        );
+        let of_a = f.vault.snapshots(Some(&p("a.md"))).unwrap().remove(0);
+        let Stored::InBatch { dir, .. } = f.vault.locate(&of_a.id).unwrap() else {
+            panic!("kept in a batch folder");
+        };
+        // Two sweepers, or a sweeper and a permanent delete, removing the same version.
+        remove_from_batch(&dir, &[&of_a.id]).unwrap();
+        remove_from_batch(&dir, &[&of_a.id]).unwrap();
+        let left = f.vault.snapshots(None).unwrap();
+        assert_eq!(left.len(), 1);
+        assert_eq!(f.vault.read_snapshot(&left[0]).unwrap(), b"old b");
+    }
+
     // r[verify versions.retention.sweep]
     #[test]
     fn the_sweeper_removes_a_whole_batch_at_once_and_keeps_the_newest() {
@@ -462,11 +482,17 @@ mod tests {
             location.exists(),
             "a fresh staging folder may be a live batch"
         );
-        let old = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
-        fs::File::open(&location)
-            .unwrap()
-            .set_modified(old)
-            .unwrap();
+        let aged = |secs| std::time::SystemTime::now() - std::time::Duration::from_secs(secs);
+        let age = |secs| {
+            fs::File::open(&location)
+                .unwrap()
+                .set_modified(aged(secs))
+                .unwrap()
+        };
+        age(5 * 60);
+        f.vault.prune_snapshots(&Retention::default()).unwrap();
+        assert!(location.exists(), "five minutes is not yet stale");
+        age(3600);
         f.vault.prune_snapshots(&Retention::default()).unwrap();
         assert!(!location.exists());
     }
