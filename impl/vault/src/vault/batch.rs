@@ -567,4 +567,65 @@ mod tests {
             .count();
         assert_eq!(temps, 0);
     }
+
+    #[test]
+    fn every_batch_checks_its_own_items_and_a_note_keeps_its_mode() {
+        use std::os::unix::fs::PermissionsExt;
+        let f = TempVault::new();
+        // More than one batch: each item's check sees its own index and note.
+        let count = BATCH_NOTES + 5;
+        let paths: Vec<VaultPath> = (0..count).map(|i| p(&format!("n{i:03}.md"))).collect();
+        for (i, path) in paths.iter().enumerate() {
+            f.put(path.as_str(), &format!("old {i}"));
+        }
+        let root = f.vault.root().path().to_path_buf();
+        fs::set_permissions(root.join("n000.md"), fs::Permissions::from_mode(0o640)).unwrap();
+        let new: Vec<Vec<u8>> = (0..count)
+            .map(|i| format!("new {i}").into_bytes())
+            .collect();
+        let items: Vec<BatchWrite<'_>> = paths
+            .iter()
+            .zip(&new)
+            .map(|(path, bytes)| BatchWrite { path, bytes })
+            .collect();
+        let results = f.vault.write_many_keeping(&items, |i, current| {
+            assert_eq!(current.unwrap().bytes, format!("old {i}").into_bytes());
+            Ok::<(), VaultError>(())
+        });
+        assert!(results.iter().all(Result::is_ok));
+        assert_eq!(fs::read(root.join("n130.md")).unwrap(), b"new 130");
+        let mode = fs::metadata(root.join("n000.md"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o7777, 0o640, "the note keeps its own mode");
+    }
+
+    // r[verify versions.keep.confirmed]
+    #[test]
+    fn an_empty_note_or_a_link_is_replaced_without_a_version() {
+        let f = TempVault::new().with_files(&[("empty.md", ""), ("real.md", "the target")]);
+        let root = f.vault.root().path().to_path_buf();
+        std::os::unix::fs::symlink(root.join("real.md"), root.join("link.md")).unwrap();
+        let paths = [p("empty.md"), p("link.md")];
+        let new = [b"now text".to_vec(), b"now a file".to_vec()];
+        let items: Vec<BatchWrite<'_>> = paths
+            .iter()
+            .zip(&new)
+            .map(|(path, bytes)| BatchWrite { path, bytes })
+            .collect();
+        let results = f
+            .vault
+            .write_many_keeping(&items, |_, _| Ok::<(), VaultError>(()));
+        for result in &results {
+            assert!(result.as_ref().unwrap().kept.is_none());
+        }
+        assert!(f.vault.snapshots(None).unwrap().is_empty());
+        assert_eq!(fs::read(root.join("real.md")).unwrap(), b"the target");
+        assert!(
+            !fs::symlink_metadata(root.join("link.md"))
+                .unwrap()
+                .is_symlink()
+        );
+    }
 }
