@@ -395,6 +395,16 @@ fn in_parallel<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec
     })
 }
 
+/// The batch writing `new[i]` at `paths[i]`.
+#[cfg(test)]
+pub(super) fn batch_items<'a>(paths: &'a [VaultPath], new: &'a [Vec<u8>]) -> Vec<BatchWrite<'a>> {
+    paths
+        .iter()
+        .zip(new)
+        .map(|(path, bytes)| BatchWrite { path, bytes })
+        .collect()
+}
+
 /// A batch's results, each filled in by the step that settled it.
 trait UnwrapOrElseErr<T> {
     fn unwrap_or_else_err(self) -> T;
@@ -431,11 +441,7 @@ mod tests {
                 .unwrap();
         }
         let new: Vec<Vec<u8>> = (0..10).map(|i| format!("new {i}").into_bytes()).collect();
-        let items: Vec<BatchWrite<'_>> = paths
-            .iter()
-            .zip(&new)
-            .map(|(path, bytes)| BatchWrite { path, bytes })
-            .collect();
+        let items = batch_items(&paths, &new);
         // Interrupted after four notes were replaced, as by a crash.
         STOP_AFTER_RENAMES.with(|stop| stop.set(Some(4)));
         let _ = f
@@ -522,11 +528,7 @@ mod tests {
             b"mine".to_vec(),
             b"b".to_vec(),
         ];
-        let items: Vec<BatchWrite<'_>> = paths
-            .iter()
-            .zip(&bytes)
-            .map(|(path, bytes)| BatchWrite { path, bytes })
-            .collect();
+        let items = batch_items(&paths, &bytes);
         let results = f.vault.write_many_keeping(&items, |i, current| {
             match i {
                 0 => assert!(current.is_some()),
@@ -583,11 +585,7 @@ mod tests {
         let new: Vec<Vec<u8>> = (0..count)
             .map(|i| format!("new {i}").into_bytes())
             .collect();
-        let items: Vec<BatchWrite<'_>> = paths
-            .iter()
-            .zip(&new)
-            .map(|(path, bytes)| BatchWrite { path, bytes })
-            .collect();
+        let items = batch_items(&paths, &new);
         let results = f.vault.write_many_keeping(&items, |i, current| {
             assert_eq!(current.unwrap().bytes, format!("old {i}").into_bytes());
             Ok::<(), VaultError>(())
@@ -609,11 +607,7 @@ mod tests {
         std::os::unix::fs::symlink(root.join("real.md"), root.join("link.md")).unwrap();
         let paths = [p("empty.md"), p("link.md")];
         let new = [b"now text".to_vec(), b"now a file".to_vec()];
-        let items: Vec<BatchWrite<'_>> = paths
-            .iter()
-            .zip(&new)
-            .map(|(path, bytes)| BatchWrite { path, bytes })
-            .collect();
+        let items = batch_items(&paths, &new);
         let results = f
             .vault
             .write_many_keeping(&items, |_, _| Ok::<(), VaultError>(()));

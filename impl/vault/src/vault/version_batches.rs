@@ -296,15 +296,12 @@ mod tests {
 
     use super::*;
     use crate::test_support::{TempVault, p};
+    use crate::vault::batch::batch_items;
     use crate::vault::snapshots::Stored;
-    use crate::vault::{BatchWrite, Precondition, Retention};
+    use crate::vault::{Precondition, Retention};
 
     fn write_all(f: &TempVault, paths: &[VaultPath], new: &[Vec<u8>]) {
-        let items: Vec<BatchWrite<'_>> = paths
-            .iter()
-            .zip(new)
-            .map(|(path, bytes)| BatchWrite { path, bytes })
-            .collect();
+        let items = batch_items(paths, new);
         for result in f
             .vault
             .write_many_keeping(&items, |_, _| Ok::<(), VaultError>(()))
