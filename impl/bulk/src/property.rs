@@ -12,7 +12,7 @@ use std::sync::Arc;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use tc_gate::{ConfirmationTargets, fingerprint_targets};
+use tc_gate::ConfirmationTargets;
 use tc_tools::note_write::{check_observed, not_found, note, preflight, prior_of};
 use tc_tools::{
     Annotations, Gating, HandlerFailure, Precheck, Summary, TargetState, Tool, ToolCx, ToolError,
@@ -214,15 +214,7 @@ impl Tool for BulkSetProperty {
             .iter()
             .map(|e| (e.path.clone(), Some(e.hash.clone())))
             .collect();
-        let targets: Vec<(String, Option<String>)> = observed
-            .iter()
-            .map(|(p, h)| (p.as_str().to_owned(), h.clone()))
-            .collect();
-        Ok(TargetState {
-            fp: fingerprint_targets(&targets),
-            observed,
-            seen: Arc::new(()),
-        })
+        Ok(TargetState::from_observed(observed, ()))
     }
 
     // r[impl bulk.summary.items]

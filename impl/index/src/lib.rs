@@ -158,6 +158,32 @@ impl tc_tools::Family for SearchFamily {
     }
 }
 
+/// Two servers' indexes of one vault `v` over one cache.db (spec `index.fresh.newest-wins`,
+/// `search.hit-vanished`), each built once, unwatched, from `files`; the temp dir holds the
+/// vault at `v/` and the cache at `c/`.
+#[cfg(test)]
+pub(crate) fn two_servers(
+    files: &[(&str, &str)],
+) -> (tempfile::TempDir, Arc<VaultIndex>, Arc<VaultIndex>) {
+    let tmp = tempfile::tempdir().unwrap();
+    let (vault, cache) = (tmp.path().join("v"), tmp.path().join("c"));
+    std::fs::create_dir_all(&vault).unwrap();
+    std::fs::create_dir_all(&cache).unwrap();
+    for (path, text) in files {
+        std::fs::write(vault.join(path), text).unwrap();
+    }
+    let config = SearchConfig::default();
+    let open = || {
+        open_indexes(&cache, [("v", vault.as_path())], &config)
+            .unwrap()
+            .remove(0)
+    };
+    let (a, b) = (open(), open());
+    a.first_build_unwatched();
+    b.first_build_unwatched();
+    (tmp, a, b)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

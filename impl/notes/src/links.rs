@@ -139,15 +139,7 @@ fn plan_state(plan: RewritePlan) -> TargetState<Option<RewritePlan>> {
         .state()
         .map(|(p, h)| (p.clone(), Some(h.to_owned())))
         .collect();
-    let targets: Vec<(String, Option<String>)> = observed
-        .iter()
-        .map(|(p, h)| (p.as_str().to_owned(), h.clone()))
-        .collect();
-    TargetState {
-        fp: fingerprint_targets(&targets),
-        observed,
-        seen: Arc::new(Some(plan)),
-    }
+    TargetState::from_observed(observed, Some(plan))
 }
 
 impl Tool for RewriteLink {

@@ -270,6 +270,21 @@ impl<S: ?Sized> TargetState<S> {
 }
 
 impl<S: Send + Sync + 'static> TargetState<S> {
+    // r[impl drift.path-fingerprint]
+    /// The state of the paths `observed`, each with the hash of its content (`None`: no
+    /// file there, a state of its own), fingerprinted together, with what the state step saw.
+    pub fn from_observed(observed: Vec<(VaultPath, Option<String>)>, seen: S) -> Self {
+        let targets: Vec<(String, Option<String>)> = observed
+            .iter()
+            .map(|(p, h)| (p.as_str().to_owned(), h.clone()))
+            .collect();
+        TargetState {
+            fp: fingerprint_targets(&targets),
+            observed,
+            seen: Arc::new(seen),
+        }
+    }
+
     /// The same state with what was seen behind the object-safe face.
     pub fn erase(self) -> TargetState<AnyPlan> {
         TargetState {
@@ -300,7 +315,6 @@ impl TargetState<AnyPlan> {
     }
 }
 
-// r[impl drift.path-fingerprint]
 /// The `pathAcl` state of `paths`: each path with the hash of its content, a missing file
 /// being a state of its own.
 pub fn path_state(vault: &Vault, paths: &[VaultPath]) -> Result<TargetState, ToolError> {
@@ -309,15 +323,7 @@ pub fn path_state(vault: &Vault, paths: &[VaultPath]) -> Result<TargetState, Too
         let hash = vault.read_if_exists(path)?.map(|content| content.hash);
         observed.push((path.clone(), hash));
     }
-    let targets: Vec<(String, Option<String>)> = observed
-        .iter()
-        .map(|(p, h)| (p.as_str().to_owned(), h.clone()))
-        .collect();
-    Ok(TargetState {
-        fp: fingerprint_targets(&targets),
-        observed,
-        seen: Arc::new(()),
-    })
+    Ok(TargetState::from_observed(observed, ()))
 }
 
 /// What an `image` content block costs of a response beside its base64 data and MIME type:

@@ -369,20 +369,8 @@ mod tests {
     /// reads the note again on its next call, so neither misses the appended word.
     #[test]
     fn a_note_read_before_another_server_indexed_it_newer_is_not_written_over_it() {
-        let tmp = tempfile::tempdir().unwrap();
-        let (vault, cache) = (tmp.path().join("v"), tmp.path().join("c"));
-        std::fs::create_dir_all(&vault).unwrap();
-        std::fs::create_dir_all(&cache).unwrap();
-        std::fs::write(vault.join("note.md"), "# Note\nfirst words\n").unwrap();
-        let config = crate::SearchConfig::default();
-        let open = || {
-            crate::open_indexes(&cache, [("v", vault.as_path())], &config)
-                .unwrap()
-                .remove(0)
-        };
-        let (a, b) = (open(), open());
-        a.first_build_unwatched();
-        b.first_build_unwatched();
+        let (tmp, a, b) = crate::two_servers(&[("note.md", "# Note\nfirst words\n")]);
+        let vault = tmp.path().join("v");
         let Looked::File(seen) = look_at(b.root(), "note.md") else {
             panic!("the note is listed");
         };
@@ -433,21 +421,11 @@ mod tests {
     /// (here the first server, with what it read before) would have written older rows.
     #[test]
     fn a_link_another_server_indexed_stays_in_the_backlinks_a_move_plans_with() {
-        let tmp = tempfile::tempdir().unwrap();
-        let (vault, cache) = (tmp.path().join("v"), tmp.path().join("c"));
-        std::fs::create_dir_all(&vault).unwrap();
-        std::fs::create_dir_all(&cache).unwrap();
-        std::fs::write(vault.join("Plan.md"), "# Plan\n").unwrap();
-        std::fs::write(vault.join("note.md"), "# Note\nno link yet\n").unwrap();
-        let config = crate::SearchConfig::default();
-        let open = || {
-            crate::open_indexes(&cache, [("v", vault.as_path())], &config)
-                .unwrap()
-                .remove(0)
-        };
-        let (a, b) = (open(), open());
-        a.first_build_unwatched();
-        b.first_build_unwatched();
+        let (tmp, a, b) = crate::two_servers(&[
+            ("Plan.md", "# Plan\n"),
+            ("note.md", "# Note\nno link yet\n"),
+        ]);
+        let vault = tmp.path().join("v");
         let Looked::File(seen) = look_at(b.root(), "note.md") else {
             panic!("the note is listed");
         };

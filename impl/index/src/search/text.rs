@@ -259,20 +259,8 @@ mod tests {
     /// (its chunks replaced) before this one reads the hit. The hit is gone, not a failure.
     #[test]
     fn a_hit_whose_chunk_another_server_replaced_is_skipped() {
-        let tmp = tempfile::tempdir().unwrap();
-        let (vault, cache) = (tmp.path().join("v"), tmp.path().join("c"));
-        std::fs::create_dir_all(&vault).unwrap();
-        std::fs::create_dir_all(&cache).unwrap();
-        std::fs::write(vault.join("note.md"), "# Note\nthe okapi came\n").unwrap();
-        let config = crate::SearchConfig::default();
-        let open = || {
-            crate::open_indexes(&cache, [("v", vault.as_path())], &config)
-                .unwrap()
-                .remove(0)
-        };
-        let (a, b) = (open(), open());
-        a.first_build_unwatched();
-        b.first_build_unwatched();
+        let (tmp, a, b) = crate::two_servers(&[("note.md", "# Note\nthe okapi came\n")]);
+        let vault = tmp.path().join("v");
         let fts = crate::search::fts_query("okapi").unwrap();
         let found = ranked(&a, &fts, &FolderPath::root(), None, |_| true, 0, 10).unwrap();
         assert_eq!(found.len(), 1);

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use tc_gate::{ConfirmationTargets, fingerprint_targets};
+use tc_gate::ConfirmationTargets;
 use tc_index::meta::{self, tags as q};
 use tc_tools::{
     Annotations, Gating, HandlerFailure, Precheck, Summary, TargetState, Tool, ToolCx, ToolError,
@@ -140,15 +140,7 @@ fn plan_state(plan: RenamePlan) -> TargetState<RenamePlan> {
         .iter()
         .map(|n| (n.path.clone(), Some(n.hash.clone())))
         .collect();
-    let targets: Vec<(String, Option<String>)> = observed
-        .iter()
-        .map(|(p, h)| (p.as_str().to_owned(), h.clone()))
-        .collect();
-    TargetState {
-        fp: fingerprint_targets(&targets),
-        observed,
-        seen: Arc::new(plan),
-    }
+    TargetState::from_observed(observed, plan)
 }
 
 fn listed(cx: &ToolCx<'_>, plan: &RenamePlan) -> Vec<RenamedNote> {
